@@ -1,0 +1,132 @@
+"""Acceptance reference: the decision of one verification round.
+
+Inputs (replay_frontier layout, k drafts):
+    target_rows[j], j = 0..k : processed champion distribution scoring the token
+                               after input j (input 0 is the frontier);
+    drafts[i],      i < k    : proposed tokens d_1..d_k;
+    draft_rows[i],  i < k    : q_i, the processed draft distribution that
+                               actually sampled drafts[i].
+Output: `Decision(accepted A, terminal token, kind)`, with the terminal the
+correction at the first rejection, the bonus from row k when all k are
+accepted, or a plain champion sample when k = 0.
+
+Greedy: accept while the draft equals argmax(target row) (lowest index wins
+ties); the terminal is the argmax of the first disagreeing row (or row k).
+Stochastic: accept draft i when u <= min(1, p_i(y)/q_i(y)); at the first
+rejection sample from norm([p_i - q_i]+). The WGSL verify kernel implements
+the same rule; this module is its specification.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+from .errors import DraftNumericError, ResidualMassError
+from .processors import argmax
+from .rng import Domain
+from .sampling import Draws, total_mass
+
+# A float residual below this mass is rounding noise, not a distribution: the
+# round fails with ResidualMassError instead of sampling garbage.
+FLOAT_RESIDUAL_FLOOR = 1e-12
+
+
+class FullRow:
+    """q over the whole vocabulary."""
+
+    def __init__(self, probs: Sequence):
+        self.probs = tuple(probs)
+
+    def prob(self, token: int):
+        return self.probs[token]
+
+    def dense(self, size: int) -> list:
+        return list(self.probs)
+
+
+class ReducedRow:
+    """q over a reduced draft vocabulary: probs[j] is the mass of token ids[j]; 0 elsewhere."""
+
+    def __init__(self, ids: Sequence[int], probs: Sequence):
+        self.mass_by_id = dict(zip(ids, probs))
+
+    def prob(self, token: int):
+        return self.mass_by_id.get(token, 0)
+
+    def dense(self, size: int) -> list:
+        return [self.mass_by_id.get(token, 0) for token in range(size)]
+
+
+class PointMass:
+    """q = delta(token): a deterministic proposal (prompt lookup, greedy draft)."""
+
+    def __init__(self, token: int):
+        self.token = token
+
+    def prob(self, token: int):
+        return 1 if token == self.token else 0
+
+    def dense(self, size: int) -> list:
+        return [1 if token == self.token else 0 for token in range(size)]
+
+
+@dataclass(frozen=True)
+class Decision:
+    accepted: int  # A: drafts accepted before the first rejection (0..k)
+    terminal: int  # correction, bonus or plain-sample token
+    kind: str  # "correction" | "bonus" | "sample"
+
+
+def accept_probability(p_y, q_y):
+    """min(1, p(y)/q(y)); q(y) > 0 because the draft sampled y from q."""
+    if not q_y > 0:
+        raise DraftNumericError(f"draft probability of its own token is {q_y}")
+    return min(1, p_y / q_y)
+
+
+def positive_residual(target_row: Sequence, draft_row) -> list:
+    """norm([p - q]+) over the vocabulary.
+
+    Float rows: differences are clamped at 0 (tiny negatives are rounding), the
+    mass is summed with fsum, and a mass <= FLOAT_RESIDUAL_FLOOR or non-finite
+    raises ResidualMassError. Exact rows: the mass must be > 0.
+    """
+    q = draft_row.dense(len(target_row))
+    residual = [max(p - q_x, 0) for p, q_x in zip(target_row, q)]
+    mass = total_mass(residual)
+    exact = isinstance(mass, (int, Fraction))
+    floor = 0 if exact else FLOAT_RESIDUAL_FLOOR
+    if (not exact and not math.isfinite(mass)) or mass <= floor:
+        raise ResidualMassError(f"residual mass {mass} is at or below the floor {floor}")
+    return [r / mass for r in residual]
+
+
+def greedy_decision(target_rows: Sequence[Sequence], drafts: Sequence[int]) -> Decision:
+    for i, token in enumerate(drafts):
+        best = argmax(target_rows[i])
+        if token != best:
+            return Decision(i, best, "correction")
+    return Decision(len(drafts), argmax(target_rows[len(drafts)]), "bonus" if drafts else "sample")
+
+
+def stochastic_decision(
+    target_rows: Sequence[Sequence],
+    drafts: Sequence[int],
+    draft_rows: Sequence,
+    draws: Draws,
+    round_index: int,
+) -> Decision:
+    for i, token in enumerate(drafts):
+        p_row = target_rows[i]
+        accept = accept_probability(p_row[token], draft_rows[i].prob(token))
+        if draws.bernoulli(Domain.ACCEPT_UNIFORM, round_index, i, accept):
+            continue
+        residual = positive_residual(p_row, draft_rows[i])
+        return Decision(i, draws.categorical(Domain.CORRECTION_SAMPLE, round_index, i, residual), "correction")
+    k = len(drafts)
+    if k == 0:
+        return Decision(0, draws.categorical(Domain.BASELINE_SAMPLE, round_index, 0, target_rows[0]), "sample")
+    return Decision(k, draws.categorical(Domain.BONUS_SAMPLE, round_index, k, target_rows[k]), "bonus")

@@ -1,0 +1,89 @@
+"""The champion interface, and a reference champion over any logits model.
+
+One verification call scores [frontier, d_1..d_k] at positions c..c+k, where
+c = committed_kv (the champion holds KV rows 0..c-1). Row j's logits score
+the token at position c+j+1; row j's KV belongs to input j. The champion
+decides acceptance itself (on the GPU in production) and returns only the
+decision. Rollback is logical: rows written beyond the committed length are
+never read, because attention only reads positions < committed + row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from .acceptance import Decision, greedy_decision, stochastic_decision
+from .processors import FLOAT, SamplingSettings, process_row
+from .sampling import Draws
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    context: tuple[int, ...]  # prompt + output; context[-1] is the frontier (no KV yet)
+    committed_kv: int  # c == len(context) - 1
+    drafts: tuple[int, ...]  # d_1..d_k
+    draft_rows: tuple = ()  # q_1..q_k (FullRow | ReducedRow | PointMass); unused when greedy
+    round_index: int = 0  # RNG counter word 0
+    settings: SamplingSettings = field(default_factory=SamplingSettings)
+    draws: Draws | None = None  # randomness of the request (None only when greedy)
+
+    def __post_init__(self):
+        if self.committed_kv != len(self.context) - 1:
+            raise ValueError("replay_frontier: committed_kv must be len(context) - 1")
+        if self.draft_rows and len(self.draft_rows) != len(self.drafts):
+            raise ValueError("one draft row per draft token")
+
+    @property
+    def rows(self) -> int:
+        """T = k + 1 query rows."""
+        return len(self.drafts) + 1
+
+
+class Champion(Protocol):
+    vocab_size: int
+    context_limit: int
+
+    def prefill(self, tokens: Sequence[int]) -> None:
+        """Write KV rows 0..len(tokens)-1 for a new conversation prefix."""
+
+    def verify(self, request: VerifyRequest) -> Decision:
+        """Score the request's rows and decide acceptance (see module doc)."""
+
+
+class LogitsModel(Protocol):
+    vocab_size: int
+
+    def logits(self, tokens: Sequence[int]) -> Sequence:
+        """Raw next-token logits (or exact weights) after the whole sequence."""
+
+
+def decide(raw_rows: Sequence[Sequence], request: VerifyRequest, ops=FLOAT) -> Decision:
+    """Process each row at its own history, then run the acceptance rule."""
+    rows = []
+    for j, raw in enumerate(raw_rows):
+        history = request.context + request.drafts[:j]
+        rows.append(process_row(raw, request.settings, history, ops))
+    if request.settings.greedy:
+        return greedy_decision(rows, request.drafts)
+    return stochastic_decision(rows, request.drafts, request.draft_rows, request.draws, request.round_index)
+
+
+class ReferenceChampion:
+    """Champion over a stateless logits model: recomputes each row from its prefix."""
+
+    def __init__(self, model: LogitsModel, context_limit: int = 1 << 20, ops=FLOAT):
+        self.model = model
+        self.vocab_size = model.vocab_size
+        self.context_limit = context_limit
+        self.ops = ops
+        self.calls = 0
+
+    def prefill(self, tokens: Sequence[int]) -> None:
+        pass  # stateless: nothing cached
+
+    def verify(self, request: VerifyRequest) -> Decision:
+        self.calls += 1
+        inputs = request.context + request.drafts
+        raw_rows = [self.model.logits(inputs[: len(request.context) + j]) for j in range(request.rows)]
+        return decide(raw_rows, request, self.ops)

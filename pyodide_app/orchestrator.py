@@ -1,0 +1,256 @@
+"""The speculative round loop.
+
+One round (replay_frontier, see champion.py):
+    propose  up to k tokens from the published context (k <= tokens left)
+    verify   the champion scores [frontier, d_1..d_k] and decides (A, terminal)
+    decide   emitted = d_1..d_A + terminal, cut at the first stop (EOS, stop
+             string, token limit): no bonus after an accepted stop
+    stage    committed KV, context, RNG round counter -> successor state
+    publish  one compare-and-swap makes the successor authoritative
+
+Failure rule: a failure before the answer's first emitted token falls back
+silently to champion-alone (the fallback code is recorded); after it, the
+answer ends with finish_reason "error" and a visible error code, keeping the
+text already published. Cancellation discards the round in flight.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Iterator, Sequence
+
+from .champion import Champion, VerifyRequest
+from .errors import Cancelled, DraftNumericError, InvalidSettings, PromptTooLong
+from .processors import SamplingSettings
+from .proposers.base import EMPTY_PROPOSAL, NoProposer, Proposal, Proposer
+from .sampling import Draws, SeededDraws
+from .stops import StopPolicy
+from .transaction import PublishedState, RequestState, RoundCommit, stage_kv, stage_successor
+
+FINISH_CANCELLED = "cancelled"
+FINISH_ERROR = "error"
+
+
+class FaultPoint(str, Enum):
+    """Where a round can fail; each is a test hook (seed 001, 0x06E)."""
+
+    AFTER_VERIFY = "after_verify"
+    AFTER_DECISION = "after_decision"
+    AFTER_STAGE_KV = "after_stage_kv"
+    AFTER_STAGE_OUTPUT = "after_stage_output"
+    BEFORE_PUBLISH = "before_publish"
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    max_new_tokens: int = 256
+    k: int = 4  # requested draft length per round
+    k_max: int = 8  # what the champion's buffers were sized for
+    settings: SamplingSettings = field(default_factory=SamplingSettings)
+    eos_ids: frozenset[int] = frozenset()
+    stop_strings: tuple[str, ...] = ()
+    seed: int = 0
+
+    def validate(self) -> "GenerationConfig":
+        if not isinstance(self.k_max, int) or self.k_max < 0:
+            raise InvalidSettings(f"k_max must be an integer >= 0, got {self.k_max!r}")
+        if not isinstance(self.k, int) or not 0 <= self.k <= self.k_max:
+            raise InvalidSettings(f"k must be an integer in [0, {self.k_max}], got {self.k!r}")
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise InvalidSettings(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
+        if not isinstance(self.seed, int) or not 0 <= self.seed < 1 << 64:
+            raise InvalidSettings(f"seed must be an integer in [0, 2^64), got {self.seed!r}")
+        self.settings.validate()
+        return self
+
+
+@dataclass
+class SpecStats:
+    rounds: int = 0  # published rounds
+    champion_calls: int = 0  # verify calls, including rounds that failed
+    proposed: int = 0  # draft tokens sent to verification
+    accepted: int = 0  # draft tokens the verifier accepted
+    emitted: int = 0  # output tokens published
+    draft_failures: int = 0  # rounds whose proposer failed numerically (ran as plain steps)
+    reached: list[int] = field(default_factory=list)  # reached[i]: rounds that tested draft i
+    accepted_at: list[int] = field(default_factory=list)  # accepted_at[i]: rounds that accepted draft i
+    fallback_code: str | None = None  # failure that switched this answer to champion-alone
+    error_code: str | None = None  # visible failure that ended the answer
+
+    def record(self, commit: RoundCommit, proposed: int) -> None:
+        self.rounds += 1
+        self.proposed += proposed
+        self.accepted += commit.accepted
+        self.emitted += len(commit.emitted)
+        for i in range(proposed):
+            if i > commit.accepted:
+                break
+            while len(self.reached) <= i:
+                self.reached.append(0)
+                self.accepted_at.append(0)
+            self.reached[i] += 1
+            self.accepted_at[i] += i < commit.accepted
+
+    def survival(self) -> list[float]:
+        """S_i = prod_{j<=i} P(draft j accepted | reached), i = 1..; S_0 = 1 is implied."""
+        out, s = [], 1.0
+        for reached, accepted in zip(self.reached, self.accepted_at):
+            s *= accepted / reached
+            out.append(s)
+        return out
+
+
+@dataclass(frozen=True)
+class Emitted:
+    tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Finished:
+    reason: str  # "stop" | "length" | "cancelled" | "error"
+    state: RequestState
+    stats: SpecStats
+
+
+class CancelToken:
+    def __init__(self):
+        self.requested = False
+
+    def cancel(self) -> None:
+        self.requested = True
+
+
+class Orchestrator:
+    """Runs requests for one champion and one proposer."""
+
+    def __init__(
+        self,
+        champion: Champion,
+        proposer: Proposer,
+        config: GenerationConfig,
+        token_bytes: Callable[[int], bytes],
+        draws: Draws | None = None,
+        faults: Callable[[FaultPoint], None] | None = None,
+    ):
+        self.champion = champion
+        self.proposer = proposer
+        self.config = config.validate()
+        self.token_bytes = token_bytes
+        self.draws = draws if draws is not None else SeededDraws(config.seed)
+        self.faults = faults
+        self.cancel: CancelToken | None = None
+        self.stats = SpecStats()  # of the current (or last) request
+
+    # -- one round ---------------------------------------------------------
+
+    def round(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> tuple[RoundCommit, int]:
+        """Stage one round from `start`; returns (commit, tokens proposed). Publishes nothing."""
+        k = min(self.config.k, stops.max_new_tokens - len(start.output))
+        proposal = self._propose(proposer, start, k)
+        request = VerifyRequest(
+            context=start.context,
+            committed_kv=start.committed_kv,
+            drafts=proposal.tokens,
+            draft_rows=proposal.rows,
+            round_index=start.round_index,
+            settings=self.config.settings,
+            draws=self.draws,
+        )
+        self.stats.champion_calls += 1
+        decision = self.champion.verify(request)
+        self._checkpoint(FaultPoint.AFTER_VERIFY)
+        wanted = proposal.tokens[: decision.accepted] + (decision.terminal,)
+        emitted, finish_reason = stops.apply(start.output, wanted)
+        self._checkpoint(FaultPoint.AFTER_DECISION)
+        committed_kv = stage_kv(start, emitted)
+        self._checkpoint(FaultPoint.AFTER_STAGE_KV)
+        successor = stage_successor(start, emitted, committed_kv, finish_reason)
+        self._checkpoint(FaultPoint.AFTER_STAGE_OUTPUT)
+        commit = RoundCommit(
+            round_index=start.round_index,
+            expected_generation=start.generation,
+            accepted=decision.accepted,
+            emitted=emitted,
+            terminal_kind=decision.kind if emitted == wanted else "stop",
+            successor=successor,
+        )
+        return commit, len(proposal.tokens)
+
+    def _propose(self, proposer: Proposer, start: RequestState, k: int) -> Proposal:
+        if k <= 0:
+            return EMPTY_PROPOSAL
+        try:
+            proposal = proposer.propose(start.context, k, start.round_index, self.draws)
+        except DraftNumericError:
+            self.stats.draft_failures += 1
+            return EMPTY_PROPOSAL  # the round becomes a plain champion step; still exact
+        if len(proposal.tokens) > k:
+            raise ValueError(f"proposer {proposer.name} returned {len(proposal.tokens)} tokens for k={k}")
+        for i, token in enumerate(proposal.tokens):
+            if token in self.config.eos_ids:  # nothing after an EOS can be emitted
+                return proposal.truncated(i + 1)
+        return proposal
+
+    def _checkpoint(self, point: FaultPoint) -> None:
+        if self.faults is not None:
+            self.faults(point)
+        if self.cancel is not None and self.cancel.requested:
+            raise Cancelled(f"cancelled at {point.value}")
+
+    # -- the request loop --------------------------------------------------
+
+    def stop_policy(self, prompt_length: int) -> StopPolicy:
+        limit = min(self.config.max_new_tokens, self.champion.context_limit - prompt_length)
+        return StopPolicy.build(self.config.eos_ids, self.config.stop_strings, limit, self.token_bytes)
+
+    def validate_prompt(self, prompt: Sequence[int]) -> tuple[int, ...]:
+        prompt = tuple(prompt)
+        if not prompt:
+            raise InvalidSettings("the prompt has no tokens")
+        if len(prompt) >= self.champion.context_limit:
+            raise PromptTooLong(
+                f"prompt is {len(prompt)} tokens; the context limit is {self.champion.context_limit} "
+                "and at least one token must fit after it"
+            )
+        bad = [t for t in prompt if not 0 <= t < self.champion.vocab_size]
+        if bad:
+            raise InvalidSettings(f"prompt token {bad[0]} is outside the vocabulary")
+        return prompt
+
+    def generate(self, prompt: Sequence[int], cancel: CancelToken | None = None) -> Iterator[Emitted | Finished]:
+        """Stream Emitted events, then one Finished event. Validation errors raise before any work."""
+        prompt = self.validate_prompt(prompt)
+        stops = self.stop_policy(len(prompt))
+        return self._run(prompt, stops, cancel)
+
+    def _run(self, prompt: tuple[int, ...], stops: StopPolicy, cancel: CancelToken | None) -> Iterator[Emitted | Finished]:
+        self.cancel = cancel
+        self.stats = stats = SpecStats()
+        proposer = self.proposer
+        proposer.reset()
+        published = PublishedState(RequestState.start(prompt))
+        self.champion.prefill(prompt[:-1])
+        while published.state.finish_reason is None:
+            start = published.state
+            try:
+                if cancel is not None and cancel.requested:
+                    raise Cancelled("cancelled between rounds")
+                commit, proposed = self.round(start, proposer, stops)
+                self._checkpoint(FaultPoint.BEFORE_PUBLISH)
+                published.publish(commit)
+            except Cancelled:
+                published.close(FINISH_CANCELLED)
+                break
+            except Exception as failure:  # noqa: BLE001 - every failure is classified below
+                code = getattr(failure, "code", "INTERNAL")
+                if not start.output and not isinstance(proposer, NoProposer):
+                    stats.fallback_code = code  # nothing shown yet: silently retry champion-alone
+                    proposer = NoProposer()
+                    continue
+                stats.error_code = code
+                published.close(FINISH_ERROR)
+                break
+            stats.record(commit, proposed)
+            yield Emitted(commit.emitted)
+        yield Finished(published.state.finish_reason, published.state, stats)

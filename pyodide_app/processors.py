@@ -1,0 +1,205 @@
+"""Logit processors: raw logits row -> the processed distribution that sampling uses.
+
+Order (fixed, and the same in the WGSL verify kernel):
+  1. repetition penalty r over the set of tokens in the row's history
+     (prompt + output + drafts before this row): logit > 0 -> logit / r,
+     otherwise logit * r (CTRL / Hugging Face convention);
+  2. temperature T: T == 0 means greedy, the processed row is a point mass on
+     the argmax (lowest index wins ties) and steps 3-5 do not apply;
+     otherwise logit / T;
+  3. top-k: keep the k largest logits, ties broken by lowest index (k = 0: off);
+  4. softmax over the kept tokens;
+  5. top-p: order by (probability desc, index asc), keep the shortest prefix
+     whose mass reaches p (always at least one token), renormalise (p = 1: off).
+
+The arithmetic is pluggable: `FLOAT` works on float logits (max-shifted
+softmax, fsum); `EXACT` represents a logit l by the Fraction w = exp(l), so
+tests get exact rational distributions from the very same code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Real
+from typing import Iterable, Sequence
+
+from .errors import InvalidSettings, TargetNumericError
+from .sampling import total_mass
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """Decoding policy of one side (champion or draft)."""
+
+    temperature: Real = 1.0  # 0 -> greedy
+    top_k: int = 0  # 0 -> off
+    top_p: Real = 1.0  # 1 -> off
+    repetition_penalty: Real = 1.0  # 1 -> off
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def validate(self) -> "SamplingSettings":
+        """Raise InvalidSettings with a message naming the field; return self."""
+        if not _finite(self.temperature) or self.temperature < 0:
+            raise InvalidSettings(f"temperature must be >= 0, got {self.temperature}")
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
+            raise InvalidSettings(f"top_k must be an integer >= 0, got {self.top_k!r}")
+        if not _finite(self.top_p) or not 0 < self.top_p <= 1:
+            raise InvalidSettings(f"top_p must be in (0, 1], got {self.top_p}")
+        if not _finite(self.repetition_penalty) or self.repetition_penalty <= 0:
+            raise InvalidSettings(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        return self
+
+
+def _finite(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class FloatLogits:
+    """Logits as floats; a masked token is -inf."""
+
+    masked = -math.inf
+
+    @staticmethod
+    def scale(logit: float, factor) -> float:
+        return logit * float(factor)
+
+    @staticmethod
+    def is_positive(logit: float) -> bool:
+        return logit > 0
+
+    @staticmethod
+    def check(logits: Sequence[float]) -> None:
+        if any(math.isnan(x) or x == math.inf for x in logits):
+            raise TargetNumericError("logits contain NaN or +inf")
+
+    @staticmethod
+    def softmax(logits: Sequence[float]) -> list[float]:
+        top = max(logits)
+        weights = [math.exp(x - top) if x != -math.inf else 0.0 for x in logits]
+        total = math.fsum(weights)
+        return [w / total for w in weights]
+
+
+class ExactWeights:
+    """A logit l is carried as the Fraction w = exp(l); a masked token is w = 0.
+
+    Scaling a logit by a rational a/b raises w to a/b, which must stay rational:
+    tests pick weights that are perfect b-th powers.
+    """
+
+    masked = Fraction(0)
+
+    @staticmethod
+    def scale(weight: Fraction, factor) -> Fraction:
+        factor = Fraction(factor)
+        if weight == 0:
+            return weight
+        root = Fraction(_exact_root(weight.numerator, factor.denominator), _exact_root(weight.denominator, factor.denominator))
+        return root**factor.numerator
+
+    @staticmethod
+    def is_positive(weight: Fraction) -> bool:
+        return weight > 1
+
+    @staticmethod
+    def check(weights: Sequence[Fraction]) -> None:
+        if any(w < 0 for w in weights):
+            raise TargetNumericError("exact weights must be >= 0")
+
+    @staticmethod
+    def softmax(weights: Sequence[Fraction]) -> list[Fraction]:
+        total = sum(weights)
+        return [w / total for w in weights]
+
+
+def _exact_root(value: int, degree: int) -> int:
+    root = round(value ** (1.0 / degree))
+    for candidate in (root - 1, root, root + 1):
+        if candidate >= 0 and candidate**degree == value:
+            return candidate
+    raise ValueError(f"{value} is not a perfect power of degree {degree}")
+
+
+FLOAT = FloatLogits()
+EXACT = ExactWeights()
+
+
+def argmax(values: Sequence) -> int:
+    """Index of the largest value; the lowest index wins ties."""
+    best = 0
+    for index in range(1, len(values)):
+        if values[index] > values[best]:
+            best = index
+    return best
+
+
+def point_mass(size: int, index: int, ops=FLOAT) -> list:
+    one, zero = (Fraction(1), Fraction(0)) if ops is EXACT else (1.0, 0.0)
+    row = [zero] * size
+    row[index] = one
+    return row
+
+
+def apply_repetition_penalty(logits: list, penalty, history: Iterable[int], ops=FLOAT) -> list:
+    if penalty == 1:
+        return logits
+    out = list(logits)
+    inverse = 1 / Fraction(penalty) if ops is EXACT else 1.0 / penalty
+    for token in set(history):
+        if ops.is_positive(out[token]):
+            out[token] = ops.scale(out[token], inverse)
+        else:
+            out[token] = ops.scale(out[token], penalty)
+    return out
+
+
+def apply_top_k(logits: list, k: int, ops=FLOAT) -> list:
+    if k == 0 or k >= len(logits):
+        return logits
+    # Stable sort, descending: equal logits keep index order, so lower ids win.
+    kept = set(sorted(range(len(logits)), key=logits.__getitem__, reverse=True)[:k])
+    return [x if i in kept else ops.masked for i, x in enumerate(logits)]
+
+
+def apply_top_p(probs: list, top_p) -> list:
+    if top_p >= 1:
+        return probs
+    order = sorted(range(len(probs)), key=probs.__getitem__, reverse=True)
+    kept, mass = [], 0
+    for index in order:
+        if probs[index] <= 0:
+            break
+        kept.append(index)
+        mass += probs[index]
+        if mass >= top_p:
+            break
+    zero = probs[0] * 0
+    out = [zero] * len(probs)
+    kept_mass = total_mass([probs[i] for i in kept])
+    for index in kept:
+        out[index] = probs[index] / kept_mass
+    return out
+
+
+def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> list:
+    """Raw logits (or exact weights) of one row -> processed probabilities (same length)."""
+    ops.check(logits)
+    row = apply_repetition_penalty(list(logits), settings.repetition_penalty, history, ops)
+    if all(x == ops.masked for x in row):
+        raise TargetNumericError("no valid token in the row")
+    if settings.greedy:
+        return point_mass(len(row), argmax(row), ops)
+    if settings.temperature != 1:
+        inverse = 1 / Fraction(settings.temperature) if ops is EXACT else 1.0 / settings.temperature
+        row = [x if x == ops.masked else ops.scale(x, inverse) for x in row]
+    row = apply_top_k(row, settings.top_k, ops)
+    probs = ops.softmax(row)
+    probs = apply_top_p(probs, settings.top_p)
+    if not all(p == p for p in probs) or total_mass(probs) <= 0:
+        raise TargetNumericError("processed row has NaN or no mass")
+    return probs

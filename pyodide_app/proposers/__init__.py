@@ -1,0 +1,7 @@
+"""Draft sources. Each returns tokens plus the exact q rows that produced them."""
+
+from .base import EMPTY_PROPOSAL, NoProposer, Proposal, Proposer
+from .model_draft import ModelDraft
+from .prompt_lookup import PromptLookup
+
+__all__ = ["EMPTY_PROPOSAL", "ModelDraft", "NoProposer", "Proposal", "Proposer", "PromptLookup"]

@@ -1,0 +1,51 @@
+"""The proposer interface: what every draft source (prompt lookup, neural) implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from ..sampling import Draws
+
+
+@dataclass(frozen=True)
+class Proposal:
+    tokens: tuple[int, ...]  # d_1..d_k' (k' <= k; empty means "plain champion step")
+    rows: tuple  # q_1..q_k': the distribution that produced each token
+
+    def __post_init__(self):
+        if len(self.tokens) != len(self.rows):
+            raise ValueError("a proposal needs one q row per token")
+
+    def truncated(self, length: int) -> "Proposal":
+        return Proposal(self.tokens[:length], self.rows[:length])
+
+
+EMPTY_PROPOSAL = Proposal((), ())
+
+
+class Proposer(Protocol):
+    name: str
+
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+        """Up to k tokens continuing `context` (prompt + published output).
+
+        Must depend only on the published context and its own draws
+        (Domain.DRAFT_SAMPLE at (round_index, i)); any internal cache is
+        rolled back to `context` first, so a discarded round leaves no trace.
+        """
+
+    def reset(self) -> None:
+        """Forget everything about the previous request."""
+
+
+class NoProposer:
+    """Champion alone: every round is a plain champion step (k = 0)."""
+
+    name = "none"
+
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+        return EMPTY_PROPOSAL
+
+    def reset(self) -> None:
+        pass

@@ -1,0 +1,53 @@
+"""A draft proposer over any logits model (table model in tests, numpy reference natively).
+
+Drafts autoregressively: row i is processed with the draft's own settings at
+history context + d_1..d_{i-1}; the token is the argmax when the draft is
+greedy, else a sample with Domain.DRAFT_SAMPLE at (round, i). The q row
+returned is exactly the distribution that produced the token (a point mass
+for a greedy draft). The ONNX neural draft implements the same contract.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..acceptance import FullRow, PointMass
+from ..champion import LogitsModel
+from ..errors import DraftNumericError, TargetNumericError
+from ..processors import FLOAT, SamplingSettings, argmax, process_row
+from ..rng import Domain
+from ..sampling import Draws
+from .base import EMPTY_PROPOSAL, Proposal
+
+
+class ModelDraft:
+    name = "neural"
+
+    def __init__(self, model: LogitsModel, settings: SamplingSettings, ops=FLOAT):
+        self.model = model
+        self.settings = settings.validate()
+        self.ops = ops
+
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+        if k <= 0:
+            return EMPTY_PROPOSAL
+        sequence = list(context)
+        tokens, rows = [], []
+        for i in range(k):
+            try:
+                q = process_row(self.model.logits(sequence), self.settings, sequence, self.ops)
+            except TargetNumericError as error:
+                raise DraftNumericError(f"draft row {i}: {error}") from error
+            if self.settings.greedy:
+                token = argmax(q)
+                row = PointMass(token)
+            else:
+                token = draws.categorical(Domain.DRAFT_SAMPLE, round_index, i, q)
+                row = FullRow(q)
+            tokens.append(token)
+            rows.append(row)
+            sequence.append(token)
+        return Proposal(tuple(tokens), tuple(rows))
+
+    def reset(self) -> None:
+        pass

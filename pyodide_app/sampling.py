@@ -1,0 +1,65 @@
+"""Drawing from distributions: the one place randomness is consumed.
+
+The round loop never touches random numbers directly. It asks a `Draws` object
+for a categorical sample or a Bernoulli decision, naming the RNG domain,
+round and position. `SeededDraws` answers with Philox uniforms (production and
+Monte Carlo); the test suite supplies an enumerating implementation that
+explores every branch with exact probabilities, so both exercise the same loop.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol, Sequence
+
+from .rng import Domain, PhiloxStream
+
+
+class Draws(Protocol):
+    def categorical(self, domain: Domain, round_index: int, position: int, probs: Sequence) -> int:
+        """Index sampled from `probs` (non-negative weights; need not sum to 1)."""
+
+    def bernoulli(self, domain: Domain, round_index: int, position: int, prob) -> bool:
+        """True with probability `prob` (0 <= prob <= 1)."""
+
+
+def total_mass(values: Sequence) -> float:
+    """Stable sum: exact for Fractions, correctly rounded (fsum) for floats."""
+    if any(isinstance(v, float) for v in values):
+        return math.fsum(values)
+    return sum(values)
+
+
+def categorical_from_uniform(probs: Sequence, u: float) -> int:
+    """Inverse CDF in index order: first i with probs[i] > 0 and cumsum[i] >= u * total.
+
+    u is in (0, 1], so a zero-probability index is never returned. Rounding can
+    leave the running sum a hair below the target at the end; the last
+    positive index is then the answer.
+    """
+    target = u * total_mass(probs)
+    running = 0  # int start keeps Fractions exact
+    last_positive = -1
+    for index, p in enumerate(probs):
+        if p > 0:
+            running += p
+            last_positive = index
+            if running >= target:
+                return index
+    if last_positive < 0:
+        raise ValueError("cannot sample from a distribution with no mass")
+    return last_positive
+
+
+class SeededDraws:
+    """Draws from the request's Philox streams."""
+
+    def __init__(self, seed: int):
+        self.stream = PhiloxStream(seed)
+
+    def categorical(self, domain: Domain, round_index: int, position: int, probs: Sequence) -> int:
+        return categorical_from_uniform(probs, self.stream.uniform(domain, round_index, position))
+
+    def bernoulli(self, domain: Domain, round_index: int, position: int, prob) -> bool:
+        # u in (0, 1]: prob 1 always accepts, prob 0 never does.
+        return self.stream.uniform(domain, round_index, position) <= prob
