@@ -13,7 +13,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Callable, Hashable, Sequence
 
+from pyodide_app.champion import LogitsModel
 from pyodide_app.orchestrator import Orchestrator
+from pyodide_app.processors import SamplingSettings, process_row
 from pyodide_app.proposers.base import Proposer
 from pyodide_app.stops import StopPolicy
 from pyodide_app.transaction import RequestState
@@ -95,3 +97,27 @@ def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: 
                 merged[key] = (kept, total + mass * p)
         live = {state: mass for state, mass in merged.values()}
     return done
+
+
+def chain_rule_joint(
+    target: LogitsModel, settings: SamplingSettings, prompt: tuple, horizon: int, eos_ids: frozenset, ops
+) -> dict[tuple, Fraction | float]:
+    """P(output) as the direct product of processed target rows: the champion's law,
+    computed without the round loop. Sequences end at an EOS or at `horizon` tokens."""
+    joint: dict[tuple, Fraction | float] = {}
+    frontier: dict[tuple, Fraction | float] = {(): 1}
+    while frontier:
+        grown = {}
+        for output, mass in frontier.items():
+            context = tuple(prompt) + output
+            row = process_row(target.logits(context), settings, context, ops)
+            for token, p in enumerate(row):
+                if p == 0:
+                    continue
+                extended = output + (token,)
+                if token in eos_ids or len(extended) == horizon:
+                    joint[extended] = joint.get(extended, 0) + mass * p
+                else:
+                    grown[extended] = mass * p
+        frontier = grown
+    return joint

@@ -24,11 +24,11 @@ import pytest
 from pyodide_app import acceptance
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import GenerationConfig, Orchestrator
-from pyodide_app.processors import EXACT, SamplingSettings, process_row
+from pyodide_app.processors import EXACT, SamplingSettings
 from pyodide_app.proposers import ModelDraft, NoProposer, PromptLookup
 from pyodide_app.table_model import TableModel
 
-from .enumeration import output_distribution
+from .enumeration import chain_rule_joint, output_distribution
 
 # exp(logit) values: fourth powers of rationals, so repetition penalty 2 followed by
 # temperature 2 (two square roots) stays rational. Both sides of 1 (logit sign) occur.
@@ -111,27 +111,6 @@ def make_orchestrator(case: Case, target: TableModel, k: int, horizon: int) -> O
     return Orchestrator(ReferenceChampion(target, ops=EXACT), NoProposer(), config, token_bytes)
 
 
-def chain_rule_joint(target: TableModel, case: Case, horizon: int, eos: frozenset[int]) -> dict[tuple, Fraction]:
-    """Direct product of processed target rows: the champion's law, computed independently."""
-    joint: dict[tuple, Fraction] = {}
-    frontier = {(): Fraction(1)}
-    while frontier:
-        grown = {}
-        for output, mass in frontier.items():
-            context = PROMPT + output
-            row = process_row(target.logits(context), case.target, context, EXACT)
-            for token, p in enumerate(row):
-                if p == 0:
-                    continue
-                extended = output + (token,)
-                if token in eos or len(extended) == horizon:
-                    joint[extended] = joint.get(extended, Fraction(0)) + mass * p
-                else:
-                    grown[extended] = mass * p
-        frontier = grown
-    return joint
-
-
 def fixture_seed(vocab: int, k: int, case: Case) -> int:
     return zlib.crc32(f"{vocab}-{k}-{case.name}".encode())
 
@@ -158,7 +137,7 @@ def test_speculative_joint_equals_champion_joint(vocab, k, case, kind):
 
     champion_alone = output_distribution(orchestrator, NoProposer(), PROMPT)
     speculative = output_distribution(orchestrator, make_proposer(kind, case, draft), PROMPT)
-    direct = chain_rule_joint(target, case, horizon, orchestrator.config.eos_ids)
+    direct = chain_rule_joint(target, case.target, PROMPT, horizon, orchestrator.config.eos_ids, EXACT)
 
     assert sum(direct.values()) == 1
     assert champion_alone == direct
@@ -178,7 +157,7 @@ def test_negative_control_is_detected(vocab, k, case, monkeypatch):
     horizon = k + 1
     target, draft = build_models(case, vocab, horizon, seed=fixture_seed(vocab, k, case))
     orchestrator = make_orchestrator(case, target, k, horizon)
-    direct = chain_rule_joint(target, case, horizon, frozenset())
+    direct = chain_rule_joint(target, case.target, PROMPT, horizon, frozenset(), EXACT)
 
     monkeypatch.setattr(acceptance, "positive_residual", _full_target_resample)
     wrong = output_distribution(orchestrator, ModelDraft(draft, case.draft, ops=EXACT), PROMPT)
