@@ -1,0 +1,112 @@
+"""pyodide_app is standard-library only: every module imports inside real Pyodide (npm
+package under Node 20), and the same code gives the same numbers there as in CPython."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pyodide_app"
+RUNNER = ROOT / "tests" / "pyodide_runner.mjs"
+# Modules that bind native libraries (wgpu-py, onnxruntime) live here; the browser
+# has its own bindings instead. Everything else must run in Pyodide.
+NATIVE_ONLY_PREFIX = "pyodide_app.native"
+
+# The same short computation runs in both interpreters; its JSON result must match.
+PROBE = r"""
+import importlib, json, sys
+for name in MODULES:
+    importlib.import_module(name)
+outside = sorted({m.split(".")[0] for m in sys.modules} - set(sys.stdlib_module_names) - ALLOWED)
+
+from pyodide_app.rng import philox4x32_10
+from pyodide_app.table_model import TableModel
+from pyodide_app.champion import ReferenceChampion
+from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
+from pyodide_app.processors import SamplingSettings
+from pyodide_app.proposers import ModelDraft, PromptLookup
+
+model = TableModel.random_ngram(11, order=2, seed=3)
+draft = TableModel.random_ngram(11, order=1, seed=4)
+answers = {}
+for name, proposer in [("lookup", PromptLookup()), ("draft", ModelDraft(draft, SamplingSettings(temperature=0.8)))]:
+    for temperature in (0, 0.9):
+        settings = SamplingSettings(temperature=temperature, top_p=0.95, repetition_penalty=1.1)
+        config = GenerationConfig(max_new_tokens=40, k=4, settings=settings, seed=2024)
+        run = Orchestrator(ReferenceChampion(model), proposer, config, lambda t: bytes([97 + t]))
+        tokens = [t for e in run.generate([1, 2, 3, 1, 2]) if isinstance(e, Emitted) for t in e.tokens]
+        answers[f"{name}@{temperature}"] = tokens
+result = json.dumps({
+    "outside_stdlib": outside,
+    "philox": list(philox4x32_10((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0))),
+    "answers": answers,
+})
+"""
+
+
+def portable_modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if not name.startswith(NATIVE_ONLY_PREFIX):
+            names.append(name)
+    return names
+
+
+def probe_code() -> str:
+    allowed = {"__main__", "pyodide_app", "_pyodide", "pyodide", "js", "pyodide_js", "_pyodide_core"}
+    return f"MODULES = {portable_modules()!r}\nALLOWED = {allowed!r}\n" + PROBE
+
+
+def run_in_cpython() -> dict:
+    scope: dict = {}
+    exec(compile(probe_code(), "<probe>", "exec"), scope)
+    return json.loads(scope["result"])
+
+
+def run_in_pyodide() -> dict:
+    node = shutil.which("node")
+    if node is None or not (ROOT / "node_modules" / "pyodide").is_dir():
+        pytest.fail("node and node_modules/pyodide are required (run `make test`, which runs npm ci)")
+    files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
+    completed = subprocess.run(
+        [node, str(RUNNER)],
+        input=json.dumps({"files": files, "code": probe_code()}),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return json.loads(completed.stdout)
+
+
+def test_module_list_covers_the_core():
+    names = portable_modules()
+    for core in ("pyodide_app.rng", "pyodide_app.processors", "pyodide_app.acceptance", "pyodide_app.orchestrator",
+                 "pyodide_app.transaction", "pyodide_app.proposers.prompt_lookup", "pyodide_app.table_model"):
+        assert core in names
+
+
+def test_cpython_imports_nothing_outside_the_standard_library():
+    code = f"import importlib, sys\nsys.path.insert(0, {str(ROOT)!r})\nfor m in {portable_modules()!r}: importlib.import_module(m)\n" \
+           "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__', 'pyodide_app'}))"
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_portable_module_runs_in_pyodide_with_identical_results():
+    browser = run_in_pyodide()
+    native = run_in_cpython()
+    assert browser["outside_stdlib"] == []
+    assert browser["philox"] == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
+    assert browser["answers"] == native["answers"]
+    assert all(len(tokens) == 40 for tokens in browser["answers"].values())
