@@ -37,6 +37,12 @@ class DraftNumericError(SpecChatError):
     code = "DRAFT_NUMERIC"
 
 
+class VerifyResultError(SpecChatError):
+    """The champion's decision is outside its contract (accepted > k, token out of vocabulary)."""
+
+    code = "VERIFY_RESULT"
+
+
 class StalePublication(SpecChatError):
     """A staged round does not extend the currently published state."""
 

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Iterator, Sequence
 
+from .acceptance import Decision
 from .champion import Champion, VerifyRequest
-from .errors import Cancelled, DraftNumericError, InvalidSettings, PromptTooLong
+from .errors import Cancelled, DraftNumericError, InvalidSettings, PromptTooLong, VerifyResultError
 from .processors import SamplingSettings
 from .proposers.base import EMPTY_PROPOSAL, NoProposer, Proposal, Proposer
 from .sampling import Draws, SeededDraws
@@ -78,12 +79,12 @@ class SpecStats:
     fallback_code: str | None = None  # failure that switched this answer to champion-alone
     error_code: str | None = None  # visible failure that ended the answer
 
-    def record(self, commit: RoundCommit, proposed: int) -> None:
+    def record(self, commit: RoundCommit) -> None:
         self.rounds += 1
-        self.proposed += proposed
+        self.proposed += commit.proposed
         self.accepted += commit.accepted
         self.emitted += len(commit.emitted)
-        for i in range(proposed):
+        for i in range(commit.proposed):
             if i > commit.accepted:
                 break
             while len(self.reached) <= i:
@@ -121,6 +122,12 @@ class CancelToken:
         self.requested = True
 
 
+def check_decision(decision: Decision, proposed: int, vocab_size: int) -> None:
+    """A verifier result outside its contract (e.g. a corrupted GPU readback) is an error, never output."""
+    if not 0 <= decision.accepted <= proposed or not 0 <= decision.terminal < vocab_size:
+        raise VerifyResultError(f"verifier returned accepted={decision.accepted} of {proposed}, terminal={decision.terminal}")
+
+
 class Orchestrator:
     """Runs requests for one champion and one proposer."""
 
@@ -144,8 +151,8 @@ class Orchestrator:
 
     # -- one round ---------------------------------------------------------
 
-    def round(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> tuple[RoundCommit, int]:
-        """Stage one round from `start`; returns (commit, tokens proposed). Publishes nothing."""
+    def round(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> RoundCommit:
+        """Stage one round from `start`. Publishes nothing."""
         k = min(self.config.k, stops.max_new_tokens - len(start.output))
         proposal = self._propose(proposer, start, k)
         request = VerifyRequest(
@@ -159,6 +166,7 @@ class Orchestrator:
         )
         self.stats.champion_calls += 1
         decision = self.champion.verify(request)
+        check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
         wanted = proposal.tokens[: decision.accepted] + (decision.terminal,)
         emitted, finish_reason = stops.apply(start.output, wanted)
@@ -170,12 +178,13 @@ class Orchestrator:
         commit = RoundCommit(
             round_index=start.round_index,
             expected_generation=start.generation,
+            proposed=len(proposal.tokens),
             accepted=decision.accepted,
             emitted=emitted,
             terminal_kind=decision.kind if emitted == wanted else "stop",
             successor=successor,
         )
-        return commit, len(proposal.tokens)
+        return commit
 
     def _propose(self, proposer: Proposer, start: RequestState, k: int) -> Proposal:
         if k <= 0:
@@ -236,7 +245,7 @@ class Orchestrator:
             try:
                 if cancel is not None and cancel.requested:
                     raise Cancelled("cancelled between rounds")
-                commit, proposed = self.round(start, proposer, stops)
+                commit = self.round(start, proposer, stops)
                 self._checkpoint(FaultPoint.BEFORE_PUBLISH)
                 published.publish(commit)
             except Cancelled:
@@ -251,6 +260,6 @@ class Orchestrator:
                 stats.error_code = code
                 published.close(FINISH_ERROR)
                 break
-            stats.record(commit, proposed)
+            stats.record(commit)
             yield Emitted(commit.emitted)
         yield Finished(published.state.finish_reason, published.state, stats)

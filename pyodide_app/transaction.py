@@ -47,6 +47,7 @@ class RoundCommit:
 
     round_index: int
     expected_generation: int
+    proposed: int  # drafts sent to verification (k of this round)
     accepted: int  # drafts accepted by the verifier (before stop truncation)
     emitted: tuple[int, ...]  # tokens appended to the output
     terminal_kind: str  # "correction" | "bonus" | "sample", or "stop" when a stop cut it off

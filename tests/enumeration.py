@@ -71,7 +71,7 @@ def enumerate_branches(run: Callable[[ScriptedDraws], Hashable]) -> dict[Hashabl
 def round_distribution(orchestrator: Orchestrator, proposer: Proposer, stops: StopPolicy, start: RequestState):
     def run(draws: ScriptedDraws):
         orchestrator.draws = draws
-        commit, _ = orchestrator.round(start, proposer, stops)
+        commit = orchestrator.round(start, proposer, stops)
         return commit.successor
 
     return enumerate_branches(run)

@@ -75,18 +75,18 @@ def test_failed_round_leaves_published_state_unchanged_and_retry_is_identical(po
     published = PublishedState(RequestState.start(PROMPT))
     # Advance a few rounds so the state is not the trivial start.
     for _ in range(3):
-        commit, _ = clean.round(published.state, proposer, stops)
+        commit = clean.round(published.state, proposer, stops)
         published.publish(commit)
     before = published.state
-    expected_commit, _ = clean.round(before, proposer, stops)
+    expected_commit = clean.round(before, proposer, stops)
 
     faulty = orchestrator(proposer, faults=FaultAt(point))
     with pytest.raises(InjectedFault):
-        commit, _ = faulty.round(before, proposer, stops)
+        commit = faulty.round(before, proposer, stops)
         published.publish(commit)
     assert published.state == before  # nothing leaked: output, KV length, RNG counter, generation
 
-    retried, _ = faulty.round(published.state, proposer, stops)  # same round index: same draws
+    retried = faulty.round(published.state, proposer, stops)  # same round index: same draws
     assert retried == expected_commit
     published.publish(retried)
     assert published.state == expected_commit.successor
@@ -97,7 +97,7 @@ def test_publishing_twice_appends_once_and_stale_commits_are_refused():
     stops = run.stop_policy(len(PROMPT))
     published = PublishedState(RequestState.start(PROMPT))
     start = published.state
-    commit, _ = run.round(start, run.proposer, stops)
+    commit = run.round(start, run.proposer, stops)
     after = published.publish(commit)
     assert published.publish(commit) == after  # idempotent acknowledgement
     assert after.context == PROMPT + commit.emitted
@@ -158,4 +158,28 @@ def test_cancel_between_rounds_from_the_consumer():
             cancel.cancel()
     streamed, end = collect(events)
     assert end.reason == "cancelled" and len(streamed) >= 1
+    assert champion_alone_output(0)[: len(streamed)] == streamed
+
+
+class LyingChampion(ReferenceChampion):
+    """Returns an out-of-contract decision on its n-th call (a corrupted readback)."""
+
+    def __init__(self, model, bad_call):
+        super().__init__(model)
+        self.bad_call = bad_call
+
+    def verify(self, request):
+        decision = super().verify(request)
+        if self.calls == self.bad_call:
+            return replace(decision, accepted=len(request.drafts) + 1)
+        return decision
+
+
+@pytest.mark.parametrize("bad_call, reason", [(1, "length"), (3, "error")])
+def test_out_of_contract_verify_results_never_reach_the_output(bad_call, reason):
+    config = GenerationConfig(max_new_tokens=24, k=3, settings=SamplingSettings(temperature=0), seed=1)
+    run = Orchestrator(LyingChampion(MODEL, bad_call), PromptLookup(), config, lambda t: bytes([97 + t]))
+    streamed, end = collect(run.generate(PROMPT))
+    assert end.reason == reason
+    assert (end.stats.fallback_code if bad_call == 1 else end.stats.error_code) == "VERIFY_RESULT"
     assert champion_alone_output(0)[: len(streamed)] == streamed
