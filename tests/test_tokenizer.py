@@ -1,0 +1,88 @@
+"""The stdlib tokenizer against Hugging Face `tokenizers` built from the same vocabulary and merges."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tokenizers import AddedToken, Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
+
+from build_tools.gguf_source import default_champion_path, open_gguf, tokenizer_data
+from pyodide_app.tokenizer import StreamDecoder, Tokenizer, gpt2_split
+
+from .tokenizer_corpus import corpus
+
+
+@pytest.fixture(scope="module")
+def smollm_data():
+    return tokenizer_data(open_gguf(default_champion_path()))
+
+
+@pytest.fixture(scope="module")
+def ours(smollm_data):
+    return Tokenizer.from_data(smollm_data)
+
+
+@pytest.fixture(scope="module")
+def reference(smollm_data):
+    tokens, merges = smollm_data["tokens"], smollm_data["merges"]
+    hf = HFTokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, [tuple(m.split(" ", 1)) for m in merges]))
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+    )
+    hf.decoder = decoders.ByteLevel()
+    special = [tokens[i] for i, kind in enumerate(smollm_data["token_types"]) if kind == 3]
+    hf.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special])
+    return hf
+
+
+def test_corpus_is_large_and_hard():
+    texts = corpus()
+    assert len(texts) >= 500
+    assert len(set(texts)) >= 480
+
+
+def test_token_ids_match_hugging_face_on_the_corpus(ours, reference):
+    mismatches = [(t, reference.encode(t).ids, ours.encode(t)) for t in corpus() if reference.encode(t).ids != ours.encode(t)]
+    assert not mismatches, mismatches[:3]
+
+
+def test_decode_inverts_encode(ours):
+    for text in corpus():
+        assert ours.decode(ours.encode(text)) == text
+
+
+def test_special_tokens_inside_text_are_single_ids(ours):
+    assert ours.encode("<|im_start|>user\nhi<|im_end|>")[0] == 1
+    assert ours.encode("a<|im_end|>b")[1] == 2
+    assert 1 not in ours.encode("<|im_start|")
+
+
+def test_stream_decoder_never_emits_half_a_character(ours):
+    text = "héllo 👨‍👩‍👧 日本 ✓"
+    ids = ours.encode(text)
+    stream = StreamDecoder(ours)
+    pieces = [stream.feed([i]) for i in ids] + [stream.flush()]
+    assert "".join(pieces) == text
+    assert all("\ufffd" not in p for p in pieces)
+    # A byte-level token that is half of "é" yields nothing until its partner arrives.
+    half = [i for i in range(ours.vocab_size) if ours.token_bytes(i) == b"\xc3"]
+    assert half and StreamDecoder(ours).feed(half) == ""
+
+
+def test_gpt2_split_examples():
+    assert gpt2_split("Hello  world") == ["Hello", " ", " world"]
+    assert gpt2_split("it's") == ["it", "'s"]
+    assert gpt2_split("a\n\nb") == ["a", "\n", "\n", "b"]  # only " " prefixes a word
+    assert gpt2_split("a   b") == ["a", "  ", " b"]
+
+
+def test_encoding_speed_is_reported(ours, capsys):
+    text = "\n".join(corpus())  # distinct words: mostly cold BPE cache
+    fresh = Tokenizer(ours.tokens, [" ".join(p) for p in sorted(ours.ranks, key=ours.ranks.get)], list(ours.special.values()))
+    start = time.perf_counter()
+    ids = fresh.encode(text)
+    elapsed = time.perf_counter() - start
+    with capsys.disabled():
+        print(f"\n[tokenizer] {len(ids)} tokens in {elapsed:.3f} s: {len(ids) / elapsed:,.0f} tokens/s (cold cache, CPython)")
+    assert ids == ours.encode(text)
