@@ -7,7 +7,7 @@ import time
 import pytest
 from tokenizers import AddedToken, Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
 
-from build_tools.gguf_source import default_champion_path, open_gguf, tokenizer_data
+from build_tools.gguf_source import GGUFFile, default_champion_path, tokenizer_data
 from pyodide_app.tokenizer import StreamDecoder, Tokenizer, gpt2_split
 
 from .tokenizer_corpus import corpus
@@ -15,7 +15,7 @@ from .tokenizer_corpus import corpus
 
 @pytest.fixture(scope="module")
 def smollm_data():
-    return tokenizer_data(open_gguf(default_champion_path()))
+    return tokenizer_data(GGUFFile(default_champion_path()))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,119 @@
+"""Model package manifest: schema, model config and identity hashes (standard library only).
+
+The same code validates a package at build time (build_tools verify) and in
+the browser's worker before anything is uploaded to the GPU. Layout and field
+meanings: docs/PACKAGE_FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+
+SCHEMA = "spec-chat-package"
+SCHEMA_VERSION = 1
+SHARD_LIMIT_BYTES = 32 * 1024 * 1024
+TENSOR_ALIGNMENT = 256  # bytes; WebGPU's minStorageBufferOffsetAlignment, and a multiple of 4 for u32 loads
+FORMATS = {"q4_1": (32, 20), "q8_0": (32, 34), "f32": (1, 4)}  # format -> (block elements, block bytes)
+
+
+class ManifestError(Exception):
+    """A package that must not be used; `where` names the file or field at fault."""
+
+    def __init__(self, where: str, problem: str):
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    architecture: str  # "llama"
+    n_layers: int
+    d_model: int
+    d_ffn: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    rope_theta: float
+    rms_eps: float
+    context_length: int
+    vocab_size: int
+    tied_embeddings: bool
+
+    @classmethod
+    def from_dict(cls, data: dict, where: str = "config") -> "ModelConfig":
+        names = {f.name for f in fields(cls)}
+        missing = names - set(data)
+        if missing:
+            raise ManifestError(where, f"missing fields {sorted(missing)}")
+        return cls(**{name: data[name] for name in names})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def tensor_bytes(fmt: str, shape) -> int:
+    """Bytes of a tensor: GGUF shape order, shape[0] is the contiguous (block) dimension."""
+    block_elements, block_bytes = FORMATS[fmt]
+    if shape[0] % block_elements:
+        raise ManifestError("tensors", f"{fmt} row length {shape[0]} is not a multiple of {block_elements}")
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count // block_elements * block_bytes
+
+
+def canonical_json(value) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def tokenizer_identity(tokenizer: dict) -> dict:
+    """Hashes that two models sharing a tokenizer must agree on."""
+    special = [[i, tokenizer["tokens"][i]] for i, kind in enumerate(tokenizer["token_types"]) if kind == 3]
+    core = {k: tokenizer[k] for k in ("model", "pre_tokenizer", "tokens", "merges", "token_types")}
+    return {
+        "tokenizer": sha256_hex(canonical_json(core)),
+        "special_tokens": sha256_hex(canonical_json({"special": special, "bos_id": tokenizer["bos_id"], "eos_id": tokenizer["eos_id"]})),
+    }
+
+
+def check_manifest(manifest: dict) -> None:
+    """Schema checks that need no file access. Raises ManifestError naming the field."""
+    if manifest.get("schema") != SCHEMA:
+        raise ManifestError("manifest.json", f"not a {SCHEMA} manifest")
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        raise ManifestError("manifest.json", f"schema_version {manifest.get('schema_version')!r}, this build reads {SCHEMA_VERSION}")
+    for key in ("champion", "files", "identity", "generation", "tokenizer", "chat_template"):
+        if key not in manifest:
+            raise ManifestError("manifest.json", f"missing {key!r}")
+    config = ModelConfig.from_dict(manifest["champion"].get("config", {}), "manifest.json champion.config")
+    if config.architecture != "llama":
+        raise ManifestError("manifest.json", f"architecture {config.architecture!r} is not supported (llama only)")
+    files = manifest["files"]
+    for name, tensor in manifest["champion"].get("tensors", {}).items():
+        where = f"manifest.json tensor {name}"
+        if tensor.get("format") not in FORMATS:
+            raise ManifestError(where, f"unknown format {tensor.get('format')!r}")
+        if tensor.get("shard") not in files:
+            raise ManifestError(where, f"shard {tensor.get('shard')!r} is not listed in files")
+        if tensor["offset"] % TENSOR_ALIGNMENT:
+            raise ManifestError(where, f"offset {tensor['offset']} is not {TENSOR_ALIGNMENT}-byte aligned")
+        if tensor["bytes"] != tensor_bytes(tensor["format"], tensor["shape"]):
+            raise ManifestError(where, "byte size does not match format and shape")
+        if tensor["offset"] + tensor["bytes"] > files[tensor["shard"]]["bytes"]:
+            raise ManifestError(where, f"extends past the end of {tensor['shard']}")
+    identity = manifest["identity"]
+    draft = manifest.get("draft")
+    if draft is not None:
+        for field in ("tokenizer", "special_tokens", "chat_template"):
+            if identity.get(f"draft_{field}") != identity.get(field):
+                raise ManifestError(
+                    draft.get("onnx", "draft"),
+                    f"draft {field.replace('_', ' ')} differs from the champion's (hash {str(identity.get(f'draft_{field}'))[:12]} vs {str(identity.get(field))[:12]})",
+                )
