@@ -13,8 +13,8 @@ V' is the output vocabulary: the whole vocabulary, or a reduced one whose ids ar
 Weights keep their quantized values exactly:
   Q4_1 (w = d*q + m): com.microsoft MatMulNBits bits=4 block 32, scale d, float zero
         point -m/d (blocks with d = 0: codes 0, scale 1, zero point -m);
-  Q8_0 (w = d*q): the same table serves the embedding (Gather + dequantize) and the tied
-        head (MatMulNBits bits=8, codes q + 128, zero point 128);
+  Q8_0 (w = d*q): MatMulNBits bits=8, codes q + 128, zero point 128; the embedding table
+        serves both the lookup (Gather + dequantize) and the tied head;
   F32 norms as initializers. RoPE rotates adjacent pairs (GGUF convention).
 """
 
@@ -91,11 +91,21 @@ class LlamaExporter:
         self.id_map = id_map
         self.g = Graph()
 
-    def matmul_q4(self, x: str, tensor: Tensor, hint: str) -> str:
-        packed, scales, zero_points = q4_1_for_matmulnbits(tensor)
-        k, n = tensor.shape
-        inputs = [x, self.g.const(packed, hint + "_q"), self.g.const(scales, hint + "_s"), self.g.const(zero_points, hint + "_z")]
-        return self.g.op("MatMulNBits", inputs, hint, domain="com.microsoft", K=k, N=n, bits=4, block_size=BLOCK)
+    def matmul(self, x: str, tensor: Tensor, hint: str) -> str:
+        """x @ W^T for a projection stored [in, out] in GGUF order, keeping its quantized values."""
+        g, (k, n) = self.g, tensor.shape
+        if tensor.format == "f32":
+            weight = np.asarray(tensor.data, np.float32).reshape(n, k).T
+            return g.op("MatMul", [x, g.const(np.ascontiguousarray(weight), hint + "_w")], hint)
+        if tensor.format == "q4_1":
+            packed, scales, zero_points = q4_1_for_matmulnbits(tensor)
+            bits = 4
+        else:
+            codes, scales_2d = q8_0_table(tensor)
+            packed, scales, bits = codes, scales_2d.reshape(-1), 8
+            zero_points = np.full(scales.shape, 128, np.uint8)
+        inputs = [x, g.const(packed, hint + "_q"), g.const(scales, hint + "_s"), g.const(zero_points, hint + "_z")]
+        return g.op("MatMulNBits", inputs, hint, domain="com.microsoft", K=k, N=n, bits=bits, block_size=BLOCK)
 
     def rms_norm(self, x: str, weight: Tensor) -> str:
         g = self.g
@@ -143,18 +153,19 @@ class LlamaExporter:
         # Embedding from the Q8_0 table (shared with the tied head).
         embed = self.source.require("token_embd.weight")
         codes, scales = q8_0_table(embed)
-        codes_name, scales_name = g.const(codes, "embd_q"), g.const(scales, "embd_s")
-        rows = g.op("Cast", [g.op("Gather", [codes_name, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
-        row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_name, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
+        self.embed_codes, self.embed_scales = g.const(codes, "embd_q"), g.const(scales.reshape(-1), "embd_s")
+        scales_2d = g.op("Reshape", [self.embed_scales, g.const(np.array(scales.shape, np.int64))])
+        rows = g.op("Cast", [g.op("Gather", [self.embed_codes, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
+        row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_2d, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
         x = g.op("Mul", [g.op("Sub", [rows, g.const(np.float32(128))]), row_scales])
         x = g.op("Reshape", [x, g.const(np.array([1, -1, c.d_model], np.int64))])
 
         for i in range(self.n_layers):
             t = lambda part: self.source.require(f"blk.{i}.{part}.weight")  # noqa: E731
             h = self.rms_norm(x, t("attn_norm"))
-            q = self.rope(self.matmul_q4(h, t("attn_q"), f"l{i}_q"), c.n_heads, cos, sin)
-            k = self.rope(self.matmul_q4(h, t("attn_k"), f"l{i}_k"), kv, cos, sin)
-            v = g.op("Reshape", [self.matmul_q4(h, t("attn_v"), f"l{i}_v"), g.const(np.array([1, -1, kv, hd], np.int64))])
+            q = self.rope(self.matmul(h, t("attn_q"), f"l{i}_q"), c.n_heads, cos, sin)
+            k = self.rope(self.matmul(h, t("attn_k"), f"l{i}_k"), kv, cos, sin)
+            v = g.op("Reshape", [self.matmul(h, t("attn_v"), f"l{i}_v"), g.const(np.array([1, -1, kv, hd], np.int64))])
             k = g.op("Concat", [f"past_key_{i}", g.op("Transpose", [k], perm=[0, 2, 1, 3])], outputs=[f"present_key_{i}"], axis=2)
             v = g.op("Concat", [f"past_value_{i}", g.op("Transpose", [v], perm=[0, 2, 1, 3])], outputs=[f"present_value_{i}"], axis=2)
             qg = g.op("Reshape", [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))])
@@ -164,11 +175,11 @@ class LlamaExporter:
             attn = g.op("MatMul", [weights, g.op("Unsqueeze", [v, g.const(np.array([2], np.int64))])])  # [1,kv,g,T,hd]
             attn = g.op("Reshape", [attn, g.const(np.array([1, c.n_heads, -1, hd], np.int64))])
             attn = g.op("Reshape", [g.op("Transpose", [attn], perm=[0, 2, 1, 3]), g.const(np.array([1, -1, c.d_model], np.int64))])
-            x = g.op("Add", [x, self.matmul_q4(attn, t("attn_output"), f"l{i}_o")])
+            x = g.op("Add", [x, self.matmul(attn, t("attn_output"), f"l{i}_o")])
             h = self.rms_norm(x, t("ffn_norm"))
-            gate = self.matmul_q4(h, t("ffn_gate"), f"l{i}_gate")
-            up = self.matmul_q4(h, t("ffn_up"), f"l{i}_up")
-            x = g.op("Add", [x, self.matmul_q4(g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down")])
+            gate = self.matmul(h, t("ffn_gate"), f"l{i}_gate")
+            up = self.matmul(h, t("ffn_up"), f"l{i}_up")
+            x = g.op("Add", [x, self.matmul(g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down")])
 
         last = g.op("Gather", [x, g.op("Sub", [seq_len, one])], axis=1)  # [1, d_model]
         last = self.rms_norm(last, self.source.require("output_norm.weight"))
@@ -186,11 +197,16 @@ class LlamaExporter:
     def head(self, hidden: str) -> None:
         """Tied (or separate) head over the output vocabulary, then processing and sampling."""
         g, c = self.g, self.config
-        name = "token_embd.weight" if c.tied_embeddings else "output.weight"
-        codes, scales = q8_0_table(self.source.require(name), self.id_map)
-        out_vocab, nb = scales.shape
+        if c.tied_embeddings and self.id_map is None:  # the embedding table itself, not a copy
+            out_vocab, nb = c.vocab_size, c.d_model // BLOCK
+            codes_name, scales_name = self.embed_codes, self.embed_scales
+        else:
+            name = "token_embd.weight" if c.tied_embeddings else "output.weight"
+            codes, scales = q8_0_table(self.source.require(name), self.id_map)
+            out_vocab, nb = scales.shape
+            codes_name, scales_name = g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s")
         zero_points = np.full(out_vocab * nb, 128, np.uint8)
-        inputs = [hidden, g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s"), g.const(zero_points, "head_z")]
+        inputs = [hidden, codes_name, scales_name, g.const(zero_points, "head_z")]
         g.op("MatMulNBits", inputs, outputs=["logits"], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
         zero = g.const(np.float32(0))
         sampling = g.op("Greater", ["temperature", zero])

@@ -184,8 +184,8 @@ def build_package(
     out = Path(out)
     names = check_source(champion)
     if draft is not None and draft.kind == "model":
-        check_source(draft.source)
         check_draft_identity(champion, draft.source)
+        check_source(draft.source)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
