@@ -1,0 +1,239 @@
+"""The WGSL champion runtime: a package's weights on the GPU, buffers sized once for T_max rows.
+
+Every buffer is allocated at load time for T_max = k_max + 1 query rows and
+`capacity` KV rows; k then varies per round without reallocation. The
+dispatch plan (pipelines, bind groups, workgroup counts) for each row count
+T is built once and replayed: a forward pass is one uniform write (T and the
+position of row 0), one token write and one submit.
+
+KV cache (replay_frontier): a call with T tokens at position c writes cache
+rows c..c+T-1 and row t attends to rows 0..c+t. Rows beyond the committed
+length hold whatever a rejected draft left there and are overwritten before
+they are ever read, so rollback is just passing the committed length.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from array import array
+from typing import Callable, Sequence
+
+from .champion import VerifyRequest, decide
+from .gpu import Binding, Dispatch, GPUDevice, check_limits
+from .manifest import ModelConfig
+
+SHADER_FILES = ("common", "embed", "rmsnorm", "matmul", "rope_kv", "attention", "swiglu")
+WORKGROUP = 64
+LAYER_PARTS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")
+
+
+def groups(count: int) -> int:
+    return (count + WORKGROUP - 1) // WORKGROUP
+
+
+def constants_header(config: ModelConfig, capacity: int, t_max: int) -> str:
+    values = {
+        "D": config.d_model, "H": config.n_heads, "KVH": config.n_kv_heads, "HD": config.head_dim,
+        "FFN": config.d_ffn, "V": config.vocab_size, "CTX": capacity, "TMAX": t_max,
+    }
+    lines = [f"const {name}: u32 = {value}u;" for name, value in values.items()]
+    lines.append(f"const EPS: f32 = {config.rms_eps!r};")
+    lines.append(f"const SCALE: f32 = {1.0 / math.sqrt(config.head_dim)!r};")
+    return "\n".join(lines) + "\n"
+
+
+def rope_table(config: ModelConfig, capacity: int) -> bytes:
+    """(cos, sin) of pos * theta^(-2i/head_dim), computed in f64, stored f32 [capacity, head_dim/2, 2]."""
+    half = config.head_dim // 2
+    inv_freq = [config.rope_theta ** (-2.0 * i / config.head_dim) for i in range(half)]
+    values = array("f")
+    for pos in range(capacity):
+        for f in inv_freq:
+            values.append(math.cos(pos * f))
+            values.append(math.sin(pos * f))
+    return values.tobytes()
+
+
+class GPUChampion:
+    def __init__(
+        self,
+        gpu: GPUDevice,
+        manifest: dict,
+        read_file: Callable[[str], bytes],
+        shader_source: Callable[[str], str],
+        k_max: int = 8,
+        context_limit: int | None = None,
+    ):
+        self.gpu = gpu
+        self.config = config = ModelConfig.from_dict(manifest["champion"]["config"])
+        self.vocab_size = config.vocab_size
+        self.t_max = k_max + 1
+        self.context_limit = min(context_limit or config.context_length, config.context_length)
+        self.calls = 0
+        self.tensor_info = tensors = manifest["champion"]["tensors"]
+        largest = max(
+            max(sum(p["bytes"] for p in t["parts"]) for t in tensors.values()),
+            self.t_max * config.vocab_size * 4,
+            config.n_kv_heads * self.context_limit * config.head_dim * 4,
+        )
+        check_limits(gpu.limits, largest, gpu.adapter_name)
+        self.weights = self._upload_weights(tensors, read_file)
+        self._allocate_scratch()
+        header = constants_header(config, self.context_limit, self.t_max)
+        common = shader_source("common")
+        self.pipelines = {}
+        for name in SHADER_FILES[1:]:
+            code = header + common + shader_source(name)
+            for entry in self._entry_points(name):
+                self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
+        self.steps = self._build_steps()
+        self.plans: dict[int, list[Dispatch]] = {}
+
+    # -- loading -----------------------------------------------------------
+
+    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes]) -> dict:
+        shards: dict[str, bytes] = {}
+        buffers = {}
+        for name, entry in tensors.items():
+            size = sum(part["bytes"] for part in entry["parts"])
+            buffer = self.gpu.create_buffer(size, name)
+            offset = 0
+            for part in entry["parts"]:
+                if part["shard"] not in shards:
+                    shards = {part["shard"]: read_file(part["shard"])}  # keep one shard in memory at a time
+                data = shards[part["shard"]][part["offset"] : part["offset"] + part["bytes"]]
+                self.gpu.write_buffer(buffer, offset, _pad4(data))
+                offset += part["bytes"]
+            buffers[name] = buffer
+        return buffers
+
+    def _allocate_scratch(self) -> None:
+        c, t, gpu = self.config, self.t_max, self.gpu
+        f32 = 4
+        self.params = gpu.create_buffer(16, "params", uniform=True)
+        self.tokens = gpu.create_buffer(t * 4, "tokens")
+        self.x = gpu.create_buffer(t * c.d_model * f32, "x")
+        self.h = gpu.create_buffer(t * c.d_model * f32, "h")
+        self.q = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "q")
+        self.k_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "k_new")
+        self.v_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "v_new")
+        self.attn = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "attn")
+        self.gate = gpu.create_buffer(t * c.d_ffn * f32, "gate")
+        self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")
+        self.logits = gpu.create_buffer(t * c.vocab_size * f32, "logits")
+        kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32
+        self.k_cache = [gpu.create_buffer(kv_bytes, f"k_cache.{i}") for i in range(c.n_layers)]
+        self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
+        self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")
+        gpu.write_buffer(self.rope, 0, rope_table(c, self.context_limit))
+        self.shapes = {}
+        self.scratch_bytes = (t * 4 + (4 * t * c.d_model + 2 * t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim
+                              + 2 * t * c.d_ffn + t * c.vocab_size) * f32)
+        self.kv_bytes = 2 * c.n_layers * kv_bytes
+
+    def _shape(self, k: int, n: int):
+        if (k, n) not in self.shapes:
+            buffer = self.gpu.create_buffer(16, f"shape.{k}x{n}", uniform=True)
+            self.gpu.write_buffer(buffer, 0, struct.pack("<4I", k, n, 0, 0))
+            self.shapes[(k, n)] = buffer
+        return self.shapes[(k, n)]
+
+    @staticmethod
+    def _entry_points(name: str) -> tuple[str, ...]:
+        return {
+            "matmul": ("matmul_q4_1", "matmul_q4_1_add", "matmul_q8_0", "matmul_q8_0_add"),
+            "rope_kv": ("rope_q", "store_kv"),
+        }.get(name, (name,))
+
+    # -- the dispatch plan -------------------------------------------------
+
+    def _matmul(self, x, weight_name: str, y, add: bool = False):
+        """(pipeline, bind group, workgroups(T)) for y = x @ W^T (or y +=)."""
+        entry = self.tensor_info[weight_name]["format"]
+        k, n = self.tensor_info[weight_name]["shape"]
+        pipeline = self.pipelines[f"matmul_{entry}{'_add' if add else ''}"]
+        bindings = [Binding(self.params), Binding(self._shape(k, n)), Binding(x), Binding(self.weights[weight_name]), Binding(y)]
+        return pipeline, bindings, lambda rows: (groups(n), 1, 1)
+
+    def _build_steps(self) -> list:
+        """Static (pipeline, bind group, workgroups-of-T) steps of one forward pass."""
+        c = self.config
+        steps = []
+
+        def add(entry_or_pipeline, bindings, workgroups, label):
+            pipeline = self.pipelines[entry_or_pipeline] if isinstance(entry_or_pipeline, str) else entry_or_pipeline
+            steps.append((pipeline, self.gpu.create_bind_group(pipeline, bindings, label), workgroups, label))
+
+        add("embed", [Binding(self.params), Binding(self.tokens), Binding(self.weights["token_embd.weight"]), Binding(self.x)],
+            lambda rows: (groups(c.d_model), rows, 1), "embed")
+        for i in range(c.n_layers):
+            w = lambda part: f"blk.{i}.{part}.weight"  # noqa: E731
+            add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights[w("attn_norm")]), Binding(self.h)],
+                lambda rows: (rows, 1, 1), f"l{i}.attn_norm")
+            for part, out in (("attn_q", self.q), ("attn_k", self.k_new), ("attn_v", self.v_new)):
+                pipeline, bindings, workgroups = self._matmul(self.h, w(part), out)
+                add(pipeline, bindings, workgroups, f"l{i}.{part}")
+            add("rope_q", [Binding(self.params), Binding(self.rope), Binding(self.q)],
+                lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1), f"l{i}.rope_q")
+            add("store_kv", [Binding(self.params), Binding(self.rope), Binding(self.k_new), Binding(self.v_new),
+                             Binding(self.k_cache[i]), Binding(self.v_cache[i])],
+                lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1), f"l{i}.store_kv")
+            add("attention", [Binding(self.params), Binding(self.q), Binding(self.k_cache[i]), Binding(self.v_cache[i]),
+                              Binding(self.attn)], lambda rows: (c.n_heads, rows, 1), f"l{i}.attention")
+            pipeline, bindings, workgroups = self._matmul(self.attn, w("attn_output"), self.x, add=True)
+            add(pipeline, bindings, workgroups, f"l{i}.attn_output")
+            add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights[w("ffn_norm")]), Binding(self.h)],
+                lambda rows: (rows, 1, 1), f"l{i}.ffn_norm")
+            for part, out in (("ffn_gate", self.gate), ("ffn_up", self.up)):
+                pipeline, bindings, workgroups = self._matmul(self.h, w(part), out)
+                add(pipeline, bindings, workgroups, f"l{i}.{part}")
+            add("swiglu", [Binding(self.params), Binding(self.gate), Binding(self.up)],
+                lambda rows: (groups(c.d_ffn), rows, 1), f"l{i}.swiglu")
+            pipeline, bindings, workgroups = self._matmul(self.gate, w("ffn_down"), self.x, add=True)
+            add(pipeline, bindings, workgroups, f"l{i}.ffn_down")
+        add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights["output_norm.weight"]), Binding(self.h)],
+            lambda rows: (rows, 1, 1), "output_norm")
+        head = "token_embd.weight" if c.tied_embeddings else "output.weight"
+        pipeline, bindings, workgroups = self._matmul(self.h, head, self.logits)
+        add(pipeline, bindings, workgroups, "head")
+        return steps
+
+    def plan(self, rows: int) -> list[Dispatch]:
+        if not 1 <= rows <= self.t_max:
+            raise ValueError(f"{rows} rows; the champion was built for 1..{self.t_max}")
+        if rows not in self.plans:
+            self.plans[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in self.steps]
+        return self.plans[rows]
+
+    # -- running -----------------------------------------------------------
+
+    def forward(self, tokens: Sequence[int], position: int) -> None:
+        """Score len(tokens) rows at positions position.. (writes their KV rows); logits stay on the GPU."""
+        rows = len(tokens)
+        if position + rows > self.context_limit:
+            raise ValueError(f"positions up to {position + rows} exceed the KV capacity {self.context_limit}")
+        self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, position, 0, 0))
+        self.gpu.write_buffer(self.tokens, 0, array("I", tokens).tobytes())
+        self.gpu.submit(self.plan(rows))
+        self.calls += 1
+
+    def read_logits(self, rows: int) -> list[list[float]]:
+        data = array("f")
+        data.frombytes(self.gpu.read_buffer(self.logits, 0, rows * self.vocab_size * 4))
+        v = self.vocab_size
+        return [data[r * v : (r + 1) * v].tolist() for r in range(rows)]
+
+    def prefill(self, tokens: Sequence[int]) -> None:
+        """KV rows 0..len(tokens)-1, in chunks of T_max rows."""
+        for start in range(0, len(tokens), self.t_max):
+            self.forward(tokens[start : start + self.t_max], start)
+
+    def verify(self, request: VerifyRequest):
+        """Score [frontier, drafts] at positions c..c+k and decide (host-side rule for now)."""
+        self.forward((request.context[-1],) + tuple(request.drafts), request.committed_kv)
+        return decide(self.read_logits(request.rows), request)
+
+
+def _pad4(data: bytes) -> bytes:
+    return data if len(data) % 4 == 0 else data + b"\0" * (-len(data) % 4)

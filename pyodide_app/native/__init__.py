@@ -1,0 +1,1 @@
+"""Native-only bindings (wgpu-py, onnxruntime). Never imported inside Pyodide."""
