@@ -51,7 +51,9 @@ class ReducedRow:
     """q over a reduced draft vocabulary: probs[j] is the mass of token ids[j]; 0 elsewhere."""
 
     def __init__(self, ids: Sequence[int], probs: Sequence):
-        self.mass_by_id = dict(zip(ids, probs))
+        self.ids = tuple(ids)
+        self.probs = tuple(probs)
+        self.mass_by_id = dict(zip(self.ids, self.probs))
 
     def prob(self, token: int):
         return self.mass_by_id.get(token, 0)

@@ -19,11 +19,18 @@ import struct
 from array import array
 from typing import Callable, Sequence
 
-from .champion import VerifyRequest, decide
+from .acceptance import Decision, FullRow, PointMass, ReducedRow
+from .champion import VerifyRequest
+from .errors import DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .manifest import ModelConfig
+from .sampling import SeededDraws
 
 SHADER_FILES = ("common", "embed", "rmsnorm", "matmul", "rope_kv", "attention", "swiglu")
+VERIFY_SHADERS = ("philox", "verify")
+RESULT_KINDS = {0: "sample", 1: "bonus", 2: "correction"}
+RESULT_ERRORS = {1: TargetNumericError, 2: ResidualMassError, 3: DraftNumericError}
+DRAFT_KINDS = {FullRow: 1, ReducedRow: 2, PointMass: 3}
 WORKGROUP = 64
 LAYER_PARTS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")
 
@@ -87,8 +94,12 @@ class GPUChampion:
             code = header + common + shader_source(name)
             for entry in self._entry_points(name):
                 self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
+        verify_code = header + common + "".join(shader_source(name) for name in VERIFY_SHADERS)
+        self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
         self.steps = self._build_steps()
+        self.verify_step = self._verify_step()
         self.plans: dict[int, list[Dispatch]] = {}
+        self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
 
     # -- loading -----------------------------------------------------------
 
@@ -127,6 +138,13 @@ class GPUChampion:
         self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
         self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")
         gpu.write_buffer(self.rope, 0, rope_table(c, self.context_limit))
+        self.verify_cfg = gpu.create_buffer(48, "verify_cfg", uniform=True)
+        self.presence_words = (c.vocab_size + 31) // 32
+        self.presence = gpu.create_buffer(self.presence_words * 4, "presence")
+        self.q_rows = gpu.create_buffer((t - 1) * c.vocab_size * f32, "q_rows")
+        self.id_map = gpu.create_buffer(c.vocab_size * 4, "id_map")
+        self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
+        self.result = gpu.create_buffer(32, "result")
         self.shapes = {}
         self.scratch_bytes = (t * 4 + (4 * t * c.d_model + 2 * t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim
                               + 2 * t * c.d_ffn + t * c.vocab_size) * f32)
@@ -199,6 +217,11 @@ class GPUChampion:
         add(pipeline, bindings, workgroups, "head")
         return steps
 
+    def _verify_step(self) -> Dispatch:
+        buffers = (self.verify_cfg, self.logits, self.tokens, self.presence, self.q_rows, self.id_map, self.work, self.result)
+        pipeline = self.pipelines["verify"]
+        return Dispatch(pipeline, self.gpu.create_bind_group(pipeline, [Binding(b) for b in buffers], "verify"), (1, 1, 1), "verify")
+
     def plan(self, rows: int) -> list[Dispatch]:
         if not 1 <= rows <= self.t_max:
             raise ValueError(f"{rows} rows; the champion was built for 1..{self.t_max}")
@@ -229,10 +252,65 @@ class GPUChampion:
         for start in range(0, len(tokens), self.t_max):
             self.forward(tokens[start : start + self.t_max], start)
 
-    def verify(self, request: VerifyRequest):
-        """Score [frontier, drafts] at positions c..c+k and decide (host-side rule for now)."""
-        self.forward((request.context[-1],) + tuple(request.drafts), request.committed_kv)
-        return decide(self.read_logits(request.rows), request)
+    def verify(self, request: VerifyRequest) -> Decision:
+        """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 32 bytes."""
+        k = len(request.drafts)
+        rows = k + 1
+        if request.committed_kv + rows > self.context_limit:
+            raise ValueError(f"positions up to {request.committed_kv + rows} exceed the KV capacity {self.context_limit}")
+        settings = request.settings
+        self._write_presence(request.context, settings.repetition_penalty != 1)
+        kind = self._write_draft_rows(request) if k and not settings.greedy else 3
+        seed = 0
+        if not settings.greedy:
+            if not isinstance(request.draws, SeededDraws):
+                raise TypeError("the GPU champion samples with Philox on the device: request.draws must be SeededDraws")
+            seed = request.draws.stream.seed
+        reduced = len(request.draft_rows[0].ids) if kind == 2 else 0
+        self.gpu.write_buffer(self.verify_cfg, 0, struct.pack(
+            "<4I3fI4I", k, 1 if settings.greedy else 0, kind, reduced,
+            float(settings.temperature), float(settings.top_p), float(settings.repetition_penalty), settings.top_k,
+            seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF, request.round_index, 0,
+        ))
+        self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, request.committed_kv, 0, 0))
+        self.gpu.write_buffer(self.tokens, 0, array("I", (request.context[-1],) + tuple(request.drafts)).tobytes())
+        self.gpu.submit(self.plan(rows) + [self.verify_step])
+        self.calls += 1
+        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", self.gpu.read_buffer(self.result, 0, 20))
+        if status:
+            raise RESULT_ERRORS[status](f"verify kernel status {status} at row {accepted}")
+        return Decision(accepted, terminal, RESULT_KINDS[kind_code])
+
+    def _write_presence(self, context: Sequence[int], needed: bool) -> None:
+        """Bit i set: token i occurs in the committed context (for the repetition penalty)."""
+        if not needed or tuple(context) == self.presence_for:
+            return
+        words = [0] * self.presence_words
+        for token in context:
+            words[token >> 5] |= 1 << (token & 31)
+        self.gpu.write_buffer(self.presence, 0, array("I", words).tobytes())
+        self.presence_for = tuple(context)
+
+    def _write_draft_rows(self, request: VerifyRequest) -> int:
+        rows = request.draft_rows
+        kind = DRAFT_KINDS[type(rows[0])]
+        if any(DRAFT_KINDS[type(r)] != kind for r in rows):
+            raise ValueError("all draft rows of a round must be of one kind")
+        if kind == 1:
+            data = array("f")
+            for row in rows:
+                data.extend(row.probs)
+            self.gpu.write_buffer(self.q_rows, 0, data.tobytes())
+        elif kind == 2:
+            ids = rows[0].ids
+            if any(r.ids != ids for r in rows):
+                raise ValueError("reduced draft rows of a round must share one id map")
+            data = array("f")
+            for row in rows:
+                data.extend(row.probs)
+            self.gpu.write_buffer(self.q_rows, 0, data.tobytes())
+            self.gpu.write_buffer(self.id_map, 0, array("I", ids).tobytes())
+        return kind
 
 
 def _pad4(data: bytes) -> bytes:

@@ -1,0 +1,401 @@
+// verify.wgsl — on-device acceptance: the WGSL twin of pyodide_app/acceptance.py + processors.py.
+// Needs philox.wgsl. One workgroup of 256 invocations; dispatch (1, 1, 1).
+// Inputs:  logits f32 [k+1, V] (row j scores the token after input j; input 0 is the frontier);
+//          tokens u32 [k+1] (tokens[1 + i] = draft i); presence u32 [ceil(V/32)] (bit set: token in the
+//          committed context); q f32 [k, Q] draft rows (Q = V for full rows, the reduced size for reduced
+//          rows with ids in id_map; unused for point masses); work f32 [2V] (processed row, residual).
+// Output:  result u32 [8] = accepted A, terminal token, kind (0 sample, 1 bonus, 2 correction),
+//          status (0 ok, 1 target numeric, 2 residual mass, 3 draft numeric), rows processed.
+// Row j is processed at history context + drafts[0..j): repetition penalty (logit > 0: * (1/r), else * r)
+// -> greedy argmax (lowest index wins) or temperature -> top-k (ties to the lowest index) -> softmax ->
+// top-p (shortest prefix by (p desc, index asc) reaching p). Each invocation owns a contiguous chunk of
+// the vocabulary; partial results are combined in a fixed order, so results are deterministic.
+struct Verify {
+    drafts: u32,       // k
+    greedy: u32,       // 1: temperature 0
+    draft_kind: u32,   // 1 full rows, 2 reduced rows + id_map, 3 point masses
+    reduced: u32,      // Q for reduced rows
+    temperature: f32,
+    top_p: f32,
+    penalty: f32,
+    top_k: u32,        // 0: off
+    seed_lo: u32,
+    seed_hi: u32,
+    round: u32,
+    pad: u32,
+};
+@group(0) @binding(0) var<uniform> cfg: Verify;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> tokens: array<u32>;
+@group(0) @binding(3) var<storage, read> presence: array<u32>;
+@group(0) @binding(4) var<storage, read> q: array<f32>;
+@group(0) @binding(5) var<storage, read> id_map: array<u32>;
+@group(0) @binding(6) var<storage, read_write> work: array<f32>;
+@group(0) @binding(7) var<storage, read_write> result: array<u32>;
+
+const LANES: u32 = 256u;
+const CHUNK: u32 = (V + LANES - 1u) / LANES;
+const RESIDUAL_FLOOR: f32 = 1e-6;  // f32 residual mass at or below this is rounding noise -> status 2
+
+var<workgroup> red_f: array<f32, 256>;
+var<workgroup> red_u: array<u32, 256>;
+var<workgroup> shared_f: f32;
+var<workgroup> shared_u: u32;
+var<workgroup> flag: u32;
+
+fn chunk_start(lane: u32) -> u32 { return min(lane * CHUNK, V); }
+fn chunk_end(lane: u32) -> u32 { return min(lane * CHUNK + CHUNK, V); }
+
+// ---- fixed-order reductions over the 256 lanes (all lanes must call) -------------------------------
+fn reduce_sum(lane: u32, value: f32) -> f32 {
+    red_f[lane] = value;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) { red_f[lane] += red_f[lane + stride]; }
+        workgroupBarrier();
+    }
+    let total = red_f[0];
+    workgroupBarrier();
+    return total;
+}
+
+fn reduce_max(lane: u32, value: f32) -> f32 {
+    red_f[lane] = value;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) { red_f[lane] = max(red_f[lane], red_f[lane + stride]); }
+        workgroupBarrier();
+    }
+    let top = red_f[0];
+    workgroupBarrier();
+    return top;
+}
+
+fn reduce_count(lane: u32, value: u32) -> u32 {
+    red_u[lane] = value;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) { red_u[lane] += red_u[lane + stride]; }
+        workgroupBarrier();
+    }
+    let total = red_u[0];
+    workgroupBarrier();
+    return total;
+}
+
+// Exclusive prefix over lanes, in lane order (lane 0 adds sequentially: deterministic).
+fn exclusive_prefix_f(lane: u32, value: f32) -> f32 {
+    red_f[lane] = value;
+    workgroupBarrier();
+    if (lane == 0u) {
+        var running = 0.0;
+        for (var i = 0u; i < LANES; i++) {
+            let v = red_f[i];
+            red_f[i] = running;
+            running += v;
+        }
+    }
+    workgroupBarrier();
+    let before = red_f[lane];
+    workgroupBarrier();
+    return before;
+}
+
+fn exclusive_prefix_u(lane: u32, value: u32) -> u32 {
+    red_u[lane] = value;
+    workgroupBarrier();
+    if (lane == 0u) {
+        var running = 0u;
+        for (var i = 0u; i < LANES; i++) {
+            let v = red_u[i];
+            red_u[i] = running;
+            running += v;
+        }
+    }
+    workgroupBarrier();
+    let before = red_u[lane];
+    workgroupBarrier();
+    return before;
+}
+
+// Order-preserving u32 key of an f32 (larger float -> larger key).
+fn order_key(x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    return select(bits | 0x80000000u, ~bits, (bits & 0x80000000u) != 0u);
+}
+
+// ---- the processed row --------------------------------------------------------------------------------
+fn seen(token: u32, row: u32) -> bool {
+    if (((presence[token >> 5u] >> (token & 31u)) & 1u) != 0u) { return true; }
+    for (var i = 0u; i < row; i++) {
+        if (tokens[1u + i] == token) { return true; }
+    }
+    return false;
+}
+
+fn penalized(row: u32, i: u32) -> f32 {
+    let x = logits[row * V + i];
+    if (cfg.penalty == 1.0 || !seen(i, row)) { return x; }
+    return select(x * cfg.penalty, x * (1.0 / cfg.penalty), x > 0.0);
+}
+
+// work[0..V) <- the processed distribution of `row`; returns status (0 ok, 1 numeric).
+// Greedy rows become a point mass on the argmax (lowest index wins).
+fn process_row(lane: u32, row: u32) -> u32 {
+    let start = chunk_start(lane);
+    let end = chunk_end(lane);
+    var bad = 0u;
+    var best = NEG_BIG;
+    var best_index = V;
+    for (var i = start; i < end; i++) {
+        let x = penalized(row, i);
+        if ((bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u) { bad = 1u; }  // inf or NaN (bit test: no fast-math)
+        let scaled = select(x / cfg.temperature, x, cfg.greedy == 1u);
+        work[i] = scaled;  // scaled logits for now
+        if (scaled > best) { best = scaled; best_index = i; }
+    }
+    if (reduce_count(lane, bad) > 0u) { return 1u; }
+    // Argmax, lowest index among equal maxima: the max value, then the smallest index holding it.
+    let top = reduce_max(lane, best);
+    let winner = V - reduce_max_index(lane, select(0u, V - best_index, best == top));
+    if (cfg.greedy == 1u) {
+        for (var i = start; i < end; i++) { work[i] = select(0.0, 1.0, i == winner); }
+        workgroupBarrier();
+        return 0u;
+    }
+    if (cfg.top_k > 0u && cfg.top_k < V) { apply_top_k(lane); }
+    // Softmax over the kept entries (masked entries hold NEG_BIG and get 0).
+    var local = 0.0;
+    for (var i = start; i < end; i++) {
+        let e = select(exp(work[i] - top), 0.0, work[i] <= NEG_BIG);
+        work[i] = e;
+        local += e;
+    }
+    let total = reduce_sum(lane, local);
+    for (var i = start; i < end; i++) { work[i] = work[i] / total; }
+    workgroupBarrier();
+    if (cfg.top_p < 1.0) { apply_top_p(lane); }
+    return 0u;
+}
+
+fn reduce_max_index(lane: u32, value: u32) -> u32 {
+    red_u[lane] = value;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) { red_u[lane] = max(red_u[lane], red_u[lane + stride]); }
+        workgroupBarrier();
+    }
+    let top = red_u[0];
+    workgroupBarrier();
+    return top;
+}
+
+// Keep the k largest scaled logits (ties: lowest index); the rest become NEG_BIG.
+fn apply_top_k(lane: u32) {
+    let start = chunk_start(lane);
+    let end = chunk_end(lane);
+    // Largest key tau with count(key >= tau) >= k, by bisection over the 32-bit key space.
+    var low = 0u;
+    var high = 0xffffffffu;
+    for (var step = 0u; step < 32u; step++) {
+        let mid = low + (high - low) / 2u + ((high - low) & 1u);  // ceil midpoint without overflow
+        var count = 0u;
+        for (var i = start; i < end; i++) { count += select(0u, 1u, order_key(work[i]) >= mid); }
+        if (reduce_count(lane, count) >= cfg.top_k) { low = mid; } else { high = mid - 1u; }
+    }
+    var above = 0u;
+    var ties = 0u;
+    for (var i = start; i < end; i++) {
+        let key = order_key(work[i]);
+        above += select(0u, 1u, key > low);
+        ties += select(0u, 1u, key == low);
+    }
+    let total_above = reduce_count(lane, above);
+    var tie_rank = exclusive_prefix_u(lane, ties);
+    let keep_ties = cfg.top_k - total_above;
+    for (var i = start; i < end; i++) {
+        let key = order_key(work[i]);
+        var keep = key > low;
+        if (key == low) {
+            keep = tie_rank < keep_ties;
+            tie_rank += 1u;
+        }
+        if (!keep) { work[i] = NEG_BIG; }
+    }
+    workgroupBarrier();
+}
+
+// Keep the shortest prefix by (p desc, index asc) whose mass reaches top_p; renormalise.
+fn apply_top_p(lane: u32) {
+    let start = chunk_start(lane);
+    let end = chunk_end(lane);
+    // tau = the largest key with mass(key >= tau) >= top_p (the probability of the cut element).
+    var low = 0u;
+    var high = 0xffffffffu;
+    for (var step = 0u; step < 32u; step++) {
+        let mid = low + (high - low) / 2u + ((high - low) & 1u);
+        var mass = 0.0;
+        for (var i = start; i < end; i++) { mass += select(0.0, work[i], order_key(work[i]) >= mid); }
+        if (reduce_sum(lane, mass) >= cfg.top_p) { low = mid; } else { high = mid - 1u; }
+    }
+    var above = 0.0;
+    var ties = 0u;
+    for (var i = start; i < end; i++) {
+        let key = order_key(work[i]);
+        above += select(0.0, work[i], key > low);
+        ties += select(0u, 1u, key == low);
+    }
+    let mass_above = reduce_sum(lane, above);
+    let cut = bitcast<f32>(select(~low, low & 0x7fffffffu, (low & 0x80000000u) != 0u));
+    // Ties at the cut join in index order until the mass reaches top_p.
+    var needed = 0u;
+    if (lane == 0u) {
+        var mass = mass_above;
+        while (mass < cfg.top_p && cut > 0.0 && needed < V) { mass += cut; needed += 1u; }
+        shared_u = needed;
+    }
+    let keep_ties = workgroupUniformLoad(&shared_u);
+    var tie_rank = exclusive_prefix_u(lane, ties);
+    var kept = 0.0;
+    for (var i = start; i < end; i++) {
+        let key = order_key(work[i]);
+        var keep = key > low && work[i] > 0.0;
+        if (key == low) {
+            keep = tie_rank < keep_ties && work[i] > 0.0;
+            tie_rank += 1u;
+        }
+        if (!keep) { work[i] = 0.0; }
+        kept += work[i];
+    }
+    let total = reduce_sum(lane, kept);
+    for (var i = start; i < end; i++) { work[i] = work[i] / total; }
+    workgroupBarrier();
+}
+
+// ---- sampling -----------------------------------------------------------------------------------------
+// Inverse CDF in index order over work[base .. base+V): first i with p_i > 0 and cumsum >= u * total.
+fn sample(lane: u32, base: u32, u: f32) -> u32 {
+    let start = chunk_start(lane);
+    let end = chunk_end(lane);
+    var local = 0.0;
+    var last_positive = V;
+    for (var i = start; i < end; i++) {
+        local += work[base + i];
+        if (work[base + i] > 0.0) { last_positive = i; }
+    }
+    let before = exclusive_prefix_f(lane, local);
+    let total = reduce_sum(lane, local);
+    let goal = u * total;
+    if (lane == 0u) { shared_u = V; }
+    workgroupBarrier();
+    // The lane whose range crosses the target scans it (lanes after it may cross too: take the first).
+    var found = V;
+    if (local > 0.0 && before + local >= goal) {
+        var running = before;
+        for (var i = start; i < end; i++) {
+            let p = work[base + i];
+            if (p > 0.0) {
+                running += p;
+                if (running >= goal) { found = i; break; }
+            }
+        }
+    }
+    let first = V - reduce_max_index(lane, select(0u, V - found, found < V));
+    // Rounding shortfall at the very end: the last positive index.
+    let fallback = reduce_max_index(lane, select(0u, last_positive + 1u, last_positive < V));
+    return select(first, fallback - 1u, first >= V);
+}
+
+fn draft_prob(row: u32, token: u32) -> f32 {
+    if (cfg.draft_kind == 1u) { return q[row * V + token]; }
+    if (cfg.draft_kind == 3u) { return select(0.0, 1.0, token == tokens[1u + row]); }
+    for (var m = 0u; m < cfg.reduced; m++) {
+        if (id_map[m] == token) { return q[row * cfg.reduced + m]; }
+    }
+    return 0.0;
+}
+
+// work[V .. 2V) <- [p - q]+ of row `row`; returns its mass.
+fn residual(lane: u32, row: u32) -> f32 {
+    let start = chunk_start(lane);
+    let end = chunk_end(lane);
+    var local = 0.0;
+    for (var i = start; i < end; i++) {
+        var q_i = 0.0;
+        if (cfg.draft_kind == 1u) { q_i = q[row * V + i]; }
+        if (cfg.draft_kind == 3u) { q_i = select(0.0, 1.0, i == tokens[1u + row]); }
+        work[V + i] = max(work[i] - q_i, 0.0);
+    }
+    workgroupBarrier();
+    if (cfg.draft_kind == 2u) {
+        for (var m = lane; m < cfg.reduced; m += LANES) {
+            let id = id_map[m];
+            work[V + id] = max(work[id] - q[row * cfg.reduced + m], 0.0);
+        }
+    }
+    workgroupBarrier();
+    for (var i = start; i < end; i++) { local += work[V + i]; }
+    return reduce_sum(lane, local);
+}
+
+fn finish(lane: u32, accepted: u32, terminal: u32, kind: u32, status: u32, rows: u32) {
+    if (lane == 0u) {
+        result[0] = accepted;
+        result[1] = terminal;
+        result[2] = kind;
+        result[3] = status;
+        result[4] = rows;
+    }
+}
+
+@compute @workgroup_size(256)
+fn verify(@builtin(local_invocation_index) lane: u32) {
+    let seed = vec2<u32>(cfg.seed_lo, cfg.seed_hi);
+    let k = cfg.drafts;
+    for (var row = 0u; row <= k; row++) {
+        if (process_row(lane, row) != 0u) {
+            finish(lane, row, 0u, 0u, 1u, row + 1u);
+            return;
+        }
+        if (row == k) { break; }
+        let y = tokens[1u + row];
+        if (lane == 0u) {
+            var accept = 0u;
+            var status = 0u;
+            if (cfg.greedy == 1u) {
+                accept = select(0u, 1u, work[y] == 1.0);
+            } else {
+                let q_y = draft_prob(row, y);
+                if (!(q_y > 0.0)) { status = 3u; }
+                let a = min(1.0, work[y] / q_y);
+                accept = select(0u, 1u, status == 0u && uniform24(seed, DOMAIN_ACCEPT, cfg.round, row) <= a);
+            }
+            shared_u = accept | (status << 1u);
+        }
+        let decision = workgroupUniformLoad(&shared_u);
+        if ((decision >> 1u) != 0u) {
+            finish(lane, row, 0u, 0u, decision >> 1u, row + 1u);
+            return;
+        }
+        if ((decision & 1u) == 1u) { continue; }
+        // First rejection: greedy -> the row's argmax; stochastic -> sample the residual.
+        if (cfg.greedy == 1u) {
+            let terminal = sample(lane, 0u, 1.0);
+            finish(lane, row, terminal, 2u, 0u, row + 1u);
+            return;
+        }
+        let mass = residual(lane, row);
+        if (!(mass > RESIDUAL_FLOOR)) {
+            finish(lane, row, 0u, 0u, 2u, row + 1u);
+            return;
+        }
+        let terminal = sample(lane, V, uniform24(seed, DOMAIN_CORRECTION, cfg.round, row));
+        finish(lane, row, terminal, 2u, 0u, row + 1u);
+        return;
+    }
+    // All k accepted (or k = 0): bonus / plain sample from row k.
+    let domain = select(DOMAIN_BONUS, DOMAIN_BASELINE, k == 0u);
+    let u = select(uniform24(seed, domain, cfg.round, k), 1.0, cfg.greedy == 1u);
+    let terminal = sample(lane, 0u, u);
+    finish(lane, k, terminal, select(1u, 0u, k == 0u), 0u, k + 1u);
+}
