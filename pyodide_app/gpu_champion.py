@@ -29,6 +29,7 @@ from .sampling import SeededDraws
 SHADER_FILES = ("common", "embed", "rmsnorm", "matmul", "rope_kv", "attention", "swiglu")
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {0: "sample", 1: "bonus", 2: "correction"}
+RESULT_BYTES = 20  # accepted, terminal, kind, status, rows: all a round reads back
 RESULT_ERRORS = {1: TargetNumericError, 2: ResidualMassError, 3: DraftNumericError}
 DRAFT_KINDS = {FullRow: 1, ReducedRow: 2, PointMass: 3}
 WORKGROUP = 64
@@ -253,9 +254,29 @@ class GPUChampion:
             self.forward(tokens[start : start + self.t_max], start)
 
     def verify(self, request: VerifyRequest) -> Decision:
-        """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 32 bytes."""
+        """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 20 bytes."""
+        rows = self._prepare_verify(request)
+        self.gpu.submit(self.plan(rows) + [self.verify_step])
+        self.calls += 1
+        return self._read_decision()
+
+    def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
+        """Run only the verify kernel on given logits rows (kernel tests and diagnostics)."""
+        rows = self._prepare_verify(request)
+        if len(logits_rows) != rows or any(len(r) != self.vocab_size for r in logits_rows):
+            raise ValueError(f"need {rows} rows of {self.vocab_size} logits")
+        data = array("f")
+        for row in logits_rows:
+            data.extend(row)
+        self.gpu.write_buffer(self.logits, 0, data.tobytes())
+        self.gpu.submit([self.verify_step])
+        return self._read_decision()
+
+    def _prepare_verify(self, request: VerifyRequest) -> int:
         k = len(request.drafts)
         rows = k + 1
+        if rows > self.t_max:
+            raise ValueError(f"k = {k} drafts; the champion was built for k_max = {self.t_max - 1}")
         if request.committed_kv + rows > self.context_limit:
             raise ValueError(f"positions up to {request.committed_kv + rows} exceed the KV capacity {self.context_limit}")
         settings = request.settings
@@ -274,9 +295,10 @@ class GPUChampion:
         ))
         self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, request.committed_kv, 0, 0))
         self.gpu.write_buffer(self.tokens, 0, array("I", (request.context[-1],) + tuple(request.drafts)).tobytes())
-        self.gpu.submit(self.plan(rows) + [self.verify_step])
-        self.calls += 1
-        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", self.gpu.read_buffer(self.result, 0, 20))
+        return rows
+
+    def _read_decision(self) -> Decision:
+        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", self.gpu.read_buffer(self.result, 0, RESULT_BYTES))
         if status:
             raise RESULT_ERRORS[status](f"verify kernel status {status} at row {accepted}")
         return Decision(accepted, terminal, RESULT_KINDS[kind_code])

@@ -1,0 +1,268 @@
+"""The WGSL champion on Mesa lavapipe (wgpu-py): logits vs the numpy reference, batch invariance,
+the on-device verify kernel vs the Python reference, KV rollback, limits, greedy exactness."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from build_tools.reference import ReferenceModel
+from build_tools.verify import read_champion
+from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
+from pyodide_app.champion import VerifyRequest, decide
+from pyodide_app.errors import TargetNumericError
+from pyodide_app.gpu import GPUUnsupported, check_limits
+from pyodide_app.gpu_champion import RESULT_BYTES, GPUChampion
+from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
+from pyodide_app.processors import SamplingSettings, process_row
+from pyodide_app.proposers import NoProposer, PromptLookup
+from pyodide_app.sampling import SeededDraws
+
+from .conftest import ROOT
+from .stats import chi_square_statistic, plan_chi_square
+
+K_MAX = 8
+SHADERS = ROOT / "shaders"
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    wgpu_device = pytest.importorskip("pyodide_app.native.wgpu_device")  # wgpu is a declared dependency
+    return wgpu_device.WgpuDevice()
+
+
+def load(gpu, package: Path, context_limit: int) -> GPUChampion:
+    manifest = json.loads((package / "manifest.json").read_text())
+    return GPUChampion(gpu, manifest, lambda name: (package / name).read_bytes(),
+                       lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=K_MAX, context_limit=context_limit)
+
+
+@pytest.fixture(scope="module")
+def synth(gpu, synth_package):
+    config, tensors = read_champion(synth_package)
+    return load(gpu, synth_package, 128), ReferenceModel(config, tensors)
+
+
+def test_adapter_limits_are_checked(gpu):
+    check_limits(gpu.limits, 1 << 20, gpu.adapter_name)
+    with pytest.raises(GPUUnsupported, match="max-storage-buffers-per-shader-stage"):
+        check_limits({**gpu.limits, "max-storage-buffers-per-shader-stage": 4}, 1 << 20, "weak adapter")
+    with pytest.raises(GPUUnsupported, match="binding"):
+        check_limits(gpu.limits, 200 << 20, "any adapter")
+
+
+@pytest.mark.parametrize("position", [0, 9, 57])
+def test_synthetic_logits_match_the_reference_for_every_t(synth, position):
+    champion, reference = synth
+    rng = random.Random(position)
+    context = [rng.randrange(champion.vocab_size) for _ in range(position + K_MAX + 1)]
+    cache = reference.new_cache(len(context))
+    if position:
+        reference.forward(context[:position], cache, 0)
+        champion.prefill(context[:position])
+    worst = 0.0
+    for rows in range(1, K_MAX + 2):
+        tokens = context[position : position + rows]
+        champion.forward(tokens, position)
+        gpu_rows = np.array(champion.read_logits(rows))
+        expected = reference.forward(tokens, cache, position)
+        worst = max(worst, float(np.abs(gpu_rows - expected).max()))
+    print(f"\n[gpu] synthetic, position {position}: max |logit diff| vs numpy over T = 1..{K_MAX + 1}: {worst:.2e}")
+    assert worst <= 1e-4
+
+
+def test_each_rows_logits_are_bitwise_identical_for_every_t(synth):
+    champion, _ = synth
+    tokens = [1, 60, 70, 80, 90, 100, 110, 120, 130]
+    champion.prefill([5, 6, 7])
+    single = []
+    for t, token in enumerate(tokens):  # row t alone, its prefix committed before
+        champion.forward([token], 3 + t)
+        single.append(champion.read_logits(1)[0])
+    for rows in range(1, len(tokens) + 1):
+        champion.forward(tokens[:rows], 3)
+        batch = champion.read_logits(rows)
+        for t in range(rows):
+            assert np.array_equal(np.float32(batch[t]), np.float32(single[t])), f"row {t} differs at T={rows}"
+
+
+def test_kv_rollback_after_a_rejection_equals_a_fresh_run(synth):
+    champion, _ = synth
+    committed = [1, 40, 41, 42]
+    champion.prefill(committed[:-1])
+    champion.forward([committed[-1], 300, 301, 302, 303], 3)  # drafts 300.. rejected: rows 4..7 now stale
+    champion.forward([77, 78], 4)  # the correction 77 and one more token, at the committed length
+    after_rejection = champion.read_logits(2)
+    champion.prefill([9, 9, 9, 9, 9, 9, 9, 9])  # scribble over everything
+    champion.prefill(committed)
+    champion.forward([77, 78], 4)
+    assert np.array_equal(np.float32(champion.read_logits(2)), np.float32(after_rejection))
+
+
+# ---- the verify kernel in isolation, on exact fixtures -------------------------------------------------
+
+DYADIC = [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.03125]  # exactly representable, sums to 1
+
+
+def dyadic_logits(vocab: int, rng: random.Random, support: int = 6) -> list[float]:
+    """log of a dyadic distribution on `support` random tokens; the rest far below (p = 0 in f32)."""
+    row = [-200.0] * vocab
+    for token, p in zip(rng.sample(range(vocab), support), DYADIC):
+        row[token] = math.log(p)
+    return row
+
+
+def dyadic_q(vocab: int, rng: random.Random) -> list[float]:
+    q = [0.0] * vocab
+    for token, p in zip(rng.sample(range(vocab), 4), [0.5, 0.25, 0.125, 0.125]):
+        q[token] = p
+    return q
+
+
+SETTINGS = {
+    "greedy": SamplingSettings(temperature=0),
+    "plain": SamplingSettings(),
+    "temperature": SamplingSettings(temperature=0.5),
+    "top_k_1": SamplingSettings(top_k=1),
+    "top_k_3": SamplingSettings(top_k=3),
+    "top_p_1": SamplingSettings(top_p=1.0),
+    "top_p_tiny": SamplingSettings(top_p=1e-6),
+    "top_p_half": SamplingSettings(top_p=0.5),
+    "penalty": SamplingSettings(repetition_penalty=2.0),
+    "everything": SamplingSettings(temperature=0.5, top_k=4, top_p=0.9, repetition_penalty=1.5),
+}
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_verify_kernel_decisions_equal_the_python_reference(synth, name):
+    champion, _ = synth
+    settings = SETTINGS[name]
+    vocab = champion.vocab_size
+    rng = random.Random(name)
+    outcomes = Counter()
+    for trial in range(24):
+        k = trial % 5
+        rows = [dyadic_logits(vocab, rng) for _ in range(k + 1)]
+        drafts = []
+        draft_rows = []
+        for j in range(k):
+            kind = (trial + j) % 3
+            if kind == 0:  # a token the target likes, as a point mass (prompt lookup)
+                token = max(range(vocab), key=lambda t: (rows[j][t], -t))
+                drafts.append(token)
+            else:
+                q = dyadic_q(vocab, rng)
+                drafts.append(max(range(vocab), key=lambda t: (q[t], -t)))
+            draft_rows.append(q)
+        kind = trial % 3
+        if kind == 0:
+            q_rows = tuple(PointMass(d) for d in drafts)
+        elif kind == 1:
+            q_rows = tuple(FullRow(dyadic_q(vocab, random.Random(trial * 7 + j))) for j in range(k))
+            drafts = [max(range(vocab), key=lambda t: (r.probs[t], -t)) for r in q_rows]
+        else:
+            ids = sorted(rng.sample(range(vocab), 8))
+            q_rows = tuple(ReducedRow(ids, [0.25, 0.25, 0.125, 0.125, 0.0625, 0.0625, 0.0625, 0.0625]) for _ in range(k))
+            drafts = [ids[0]] * k
+        context = (1, 2, 3, drafts[0] if drafts else 4)
+        request = VerifyRequest(context, len(context) - 1, tuple(drafts), q_rows if k else (), trial, settings, SeededDraws(1000 + trial))
+        on_gpu = champion.verify_logits(rows, request)
+        reference = decide(rows, request)
+        assert on_gpu == reference, f"trial {trial}"
+        outcomes[on_gpu.kind] += 1
+    assert outcomes["sample"] and (outcomes["bonus"] or outcomes["correction"])
+
+
+def test_greedy_ties_break_to_the_lowest_index(synth):
+    champion, _ = synth
+    row = [0.0] * champion.vocab_size
+    row[17] = row[5] = row[300] = 3.0
+    request = VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(temperature=0))
+    assert champion.verify_logits([row], request).terminal == 5
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_logits_are_a_named_failure(synth, bad):
+    champion, _ = synth
+    row = [0.0] * champion.vocab_size
+    row[3] = bad
+    with pytest.raises(TargetNumericError):
+        champion.verify_logits([row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(), SeededDraws(1)))
+    assert RESULT_BYTES <= 64  # what a round reads back
+
+
+def sample_counts(champion, rows, request_for, samples: int) -> Counter:
+    counts = Counter()
+    for r in range(samples):
+        counts[champion.verify_logits(rows, request_for(r)).terminal] += 1
+    return counts
+
+
+@pytest.mark.parametrize("case", ["baseline", "bonus", "residual"])
+def test_device_sampling_distributions_pass_chi_square(synth, case):
+    champion, _ = synth
+    vocab = champion.vocab_size
+    rng = random.Random(case)
+    target = [-200.0] * vocab
+    support = rng.sample(range(vocab), 6)
+    for token, weight in zip(support, [3.0, 2.0, 1.5, 1.0, 0.5, 0.0]):
+        target[token] = weight
+    settings = SamplingSettings(temperature=0.8, top_p=0.95)
+    p = process_row(target, settings, (1, 2))
+    if case == "baseline":
+        expected = {t: p[t] for t in range(vocab) if p[t] > 0}
+        make = lambda r: VerifyRequest((1, 2), 1, (), (), r, settings, SeededDraws(99))  # noqa: E731
+        rows = [target]
+    elif case == "bonus":
+        draft = support[0]
+        expected = {t: p[t] for t in range(vocab) if p[t] > 0}
+        q_one = FullRow([1.0 if t == draft else 0.0 for t in range(vocab)])
+        certain = [-200.0] * vocab
+        certain[draft] = 0.0  # p(draft) = 1: always accepted, the bonus comes from row 1
+        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (q_one,), r, settings, SeededDraws(99))  # noqa: E731
+        rows = [certain, target]
+    else:
+        draft = support[0]  # the most likely token, proposed with certainty -> residual = p without it
+        residual = [0.0 if t == draft else p[t] for t in range(vocab)]
+        mass = sum(residual)
+        expected = {t: residual[t] / mass for t in range(vocab) if residual[t] > 0}
+        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (PointMass(draft),), r, settings, SeededDraws(99))  # noqa: E731
+        rows = [target, target]
+    samples = 1500
+    plan = plan_chi_square(expected, samples, 1e-3)
+    counts = sample_counts(champion, rows, make, samples)
+    if case == "residual":  # only rejections sample the residual; accepted rounds have terminal = bonus
+        counts = Counter()
+        r = 0
+        while sum(counts.values()) < samples:
+            decision = champion.verify_logits(rows, make(r))
+            r += 1
+            if decision.kind == "correction":
+                counts[decision.terminal] += 1
+    statistic = chi_square_statistic(plan, counts)
+    print(f"\n[gpu] {case} sampling: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={samples}")
+    assert statistic <= plan.threshold
+
+
+# ---- end to end on the synthetic model -----------------------------------------------------------------
+
+def run_tokens(champion, proposer, prompt, settings, k=4, max_new=24, seed=3):
+    config = GenerationConfig(max_new_tokens=max_new, k=k, settings=settings, seed=seed)
+    events = Orchestrator(champion, proposer, config, lambda t: b"x").generate(prompt)
+    return [t for e in events if isinstance(e, Emitted) for t in e.tokens]
+
+
+def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth):
+    champion, _ = synth
+    prompt = [1, 60, 61, 62, 60, 61, 62, 60, 61]
+    settings = SamplingSettings(temperature=0)
+    alone = run_tokens(champion, NoProposer(), prompt, settings)
+    for k in (1, 4, 8):
+        assert run_tokens(champion, PromptLookup(), prompt, settings, k=k) == alone
+    assert len(alone) == 24
