@@ -266,3 +266,46 @@ def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth):
     for k in (1, 4, 8):
         assert run_tokens(champion, PromptLookup(), prompt, settings, k=k) == alone
     assert len(alone) == 24
+
+
+# ---- the real model -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def real(gpu, real_package):
+    config, tensors = read_champion(real_package)
+    golden = json.loads((real_package / "golden.json").read_text())
+    return load(gpu, real_package, 256), ReferenceModel(config, tensors), golden
+
+
+def test_real_model_teacher_forced_top1_agrees_with_the_reference(real):
+    champion, reference, golden = real
+    agree = total = 0
+    margins = []
+    for case in golden["cases"]:
+        sequence = case["prompt_ids"] + case["greedy"]
+        expected = reference.forward(sequence, reference.new_cache(len(sequence)), 0)
+        for start in range(0, len(sequence), champion.t_max):
+            chunk = sequence[start : start + champion.t_max]
+            champion.forward(chunk, start)
+            for offset, row in enumerate(champion.read_logits(len(chunk))):
+                ref = expected[start + offset]
+                top2 = np.sort(ref)[-2:]
+                total += 1
+                if int(np.argmax(row)) == int(np.argmax(ref)):
+                    agree += 1
+                else:
+                    margins.append(float(top2[1] - top2[0]))
+    rate = agree / total
+    print(f"\n[gpu] SmolLM2 teacher-forced top-1 agreement with numpy: {agree}/{total} = {rate:.4f}; "
+          f"disagreement margins: {[round(m, 4) for m in margins]}")
+    assert rate >= 0.995
+    assert all(m < 0.01 for m in margins)
+
+
+def test_real_model_greedy_generation_matches_the_golden_vectors(real):
+    champion, _, golden = real
+    for case in golden["cases"]:
+        tokens = run_tokens(champion, NoProposer(), case["prompt_ids"], SamplingSettings(temperature=0), k=0,
+                            max_new=len(case["greedy"]))
+        print(f"\n[gpu] {case['messages'][0]['content'][:40]!r}: {len(tokens)} tokens, identical: {tokens == case['greedy']}")
+        assert tokens == case["greedy"]
