@@ -20,7 +20,6 @@ from typing import Any, Protocol, Sequence
 REQUIRED_LIMITS = {
     "max-storage-buffers-per-shader-stage": 8,
     "max-compute-invocations-per-workgroup": 256,
-    "max-compute-workgroup-storage-size": 16384 + 1024,
     "max-compute-workgroups-per-dimension": 65535,
     "max-uniform-buffers-per-shader-stage": 2,
 }
@@ -67,9 +66,10 @@ class GPUDevice(Protocol):
         """Wait for submitted work, then copy `size` bytes back."""
 
 
-def check_limits(limits: dict[str, int], largest_binding: int, adapter_name: str) -> None:
+def check_limits(limits: dict[str, int], largest_binding: int, adapter_name: str, workgroup_bytes: int = 0) -> None:
     """Refuse an adapter whose limits are below what the kernels need."""
-    for name, needed in REQUIRED_LIMITS.items():
+    needs = {**REQUIRED_LIMITS, "max-compute-workgroup-storage-size": workgroup_bytes}
+    for name, needed in needs.items():
         if limits.get(name, 0) < needed:
             raise GPUUnsupported(f"{adapter_name}: WebGPU limit {name} is {limits.get(name)}, the champion needs {needed}")
     binding_limit = limits.get("max-storage-buffer-binding-size", 0)

@@ -85,7 +85,9 @@ class GPUChampion:
             self.t_max * config.vocab_size * 4,
             config.n_kv_heads * self.context_limit * config.head_dim * 4,
         )
-        check_limits(gpu.limits, largest, gpu.adapter_name)
+        # attention.wgsl: 64 partial accumulators of head_dim floats, the query, 2 x 64 softmax scalars.
+        attention_bytes = (64 * config.head_dim + config.head_dim + 128) * 4
+        check_limits(gpu.limits, largest, gpu.adapter_name, attention_bytes)
         self.weights = self._upload_weights(tensors, read_file)
         self._allocate_scratch()
         header = constants_header(config, self.context_limit, self.t_max)
@@ -147,8 +149,9 @@ class GPUChampion:
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
         self.result = gpu.create_buffer(32, "result")
         self.shapes = {}
-        self.scratch_bytes = (t * 4 + (4 * t * c.d_model + 2 * t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim
-                              + 2 * t * c.d_ffn + t * c.vocab_size) * f32)
+        activations = 2 * t * c.d_model + 2 * t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + 2 * t * c.d_ffn
+        verify = (t - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
+        self.scratch_bytes = (t + activations + t * c.vocab_size + verify) * f32  # tokens, activations, logits, verify
         self.kv_bytes = 2 * c.n_layers * kv_bytes
 
     def _shape(self, k: int, n: int):

@@ -55,6 +55,8 @@ def test_adapter_limits_are_checked(gpu):
         check_limits({**gpu.limits, "max-storage-buffers-per-shader-stage": 4}, 1 << 20, "weak adapter")
     with pytest.raises(GPUUnsupported, match="binding"):
         check_limits(gpu.limits, 200 << 20, "any adapter")
+    with pytest.raises(GPUUnsupported, match="workgroup-storage"):
+        check_limits({**gpu.limits, "max-compute-workgroup-storage-size": 16384}, 1 << 20, "small adapter", 17152)
 
 
 @pytest.mark.parametrize("position", [0, 9, 57])
