@@ -35,10 +35,11 @@ FLOAT_RESIDUAL_FLOOR = 1e-12
 
 
 class FullRow:
-    """q over the whole vocabulary."""
+    """q over the whole vocabulary. `probs` may be any indexable array (list, array('f'), a typed
+    array or numpy row): it is kept as given, so large rows reach the GPU without a Python loop."""
 
     def __init__(self, probs: Sequence):
-        self.probs = tuple(probs)
+        self.probs = probs
 
     def prob(self, token: int):
         return self.probs[token]
@@ -51,15 +52,21 @@ class ReducedRow:
     """q over a reduced draft vocabulary: probs[j] is the mass of token ids[j]; 0 elsewhere."""
 
     def __init__(self, ids: Sequence[int], probs: Sequence):
-        self.ids = tuple(ids)
-        self.probs = tuple(probs)
-        self.mass_by_id = dict(zip(self.ids, self.probs))
+        self.ids = ids  # kept as given (tuple or array); shared by the rows of a round
+        self.probs = probs
+        self._mass_by_id: dict | None = None
+
+    def _masses(self) -> dict:
+        if self._mass_by_id is None:  # built on first use: the GPU path never needs it
+            self._mass_by_id = dict(zip(self.ids, self.probs))
+        return self._mass_by_id
 
     def prob(self, token: int):
-        return self.mass_by_id.get(token, 0)
+        return self._masses().get(token, 0)
 
     def dense(self, size: int) -> list:
-        return [self.mass_by_id.get(token, 0) for token in range(size)]
+        masses = self._masses()
+        return [masses.get(token, 0) for token in range(size)]
 
 
 class PointMass:

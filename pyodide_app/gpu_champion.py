@@ -321,21 +321,23 @@ class GPUChampion:
         kind = DRAFT_KINDS[type(rows[0])]
         if any(DRAFT_KINDS[type(r)] != kind for r in rows):
             raise ValueError("all draft rows of a round must be of one kind")
-        if kind == 1:
-            data = array("f")
-            for row in rows:
-                data.extend(row.probs)
-            self.gpu.write_buffer(self.q_rows, 0, data.tobytes())
-        elif kind == 2:
+        if kind == 2:
             ids = rows[0].ids
-            if any(r.ids != ids for r in rows):
+            if any(r.ids is not ids and tuple(r.ids) != tuple(ids) for r in rows):
                 raise ValueError("reduced draft rows of a round must share one id map")
-            data = array("f")
-            for row in rows:
-                data.extend(row.probs)
-            self.gpu.write_buffer(self.q_rows, 0, data.tobytes())
             self.gpu.write_buffer(self.id_map, 0, array("I", ids).tobytes())
+        if kind in (1, 2):
+            self.gpu.write_buffer(self.q_rows, 0, b"".join(f32_bytes(row.probs) for row in rows))
         return kind
+
+
+def f32_bytes(values) -> bytes:
+    """float32 bytes of a q row: zero-copy for arrays that already hold f32 (numpy, array('f'))."""
+    if getattr(values, "dtype", None) is not None and str(values.dtype) == "float32":
+        return values.tobytes()
+    if isinstance(values, array) and values.typecode == "f":
+        return values.tobytes()
+    return array("f", values).tobytes()
 
 
 def _pad4(data: bytes) -> bytes:

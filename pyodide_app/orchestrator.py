@@ -16,6 +16,7 @@ text already published. Cancellation discards the round in flight.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, Iterator, Sequence
@@ -52,6 +53,7 @@ class GenerationConfig:
     eos_ids: frozenset[int] = frozenset()
     stop_strings: tuple[str, ...] = ()
     seed: int = 0
+    adaptive: bool = False  # adapt k between rounds (see next_draft_length)
 
     def validate(self) -> "GenerationConfig":
         if not isinstance(self.k_max, int) or self.k_max < 0:
@@ -78,6 +80,9 @@ class SpecStats:
     accepted_at: list[int] = field(default_factory=list)  # accepted_at[i]: rounds that accepted draft i
     fallback_code: str | None = None  # failure that switched this answer to champion-alone
     error_code: str | None = None  # visible failure that ended the answer
+    draft_seconds: float = 0.0  # proposer time, all rounds
+    verify_seconds: float = 0.0  # champion verify calls (GPU work + the 20-byte read back)
+    total_seconds: float = 0.0  # the whole request, prefill included
 
     def record(self, commit: RoundCommit) -> None:
         self.rounds += 1
@@ -92,6 +97,10 @@ class SpecStats:
                 self.accepted_at.append(0)
             self.reached[i] += 1
             self.accepted_at[i] += i < commit.accepted
+
+    @property
+    def tokens_per_call(self) -> float:
+        return self.emitted / self.champion_calls if self.champion_calls else 0.0
 
     def survival(self) -> list[float]:
         """S_i = prod_{j<=i} P(draft j accepted | reached), i = 1..; S_0 = 1 is implied."""
@@ -120,6 +129,19 @@ class CancelToken:
 
     def cancel(self) -> None:
         self.requested = True
+
+
+def next_draft_length(current: int, proposed: int, accepted: int, k_max: int) -> int:
+    """Adaptive k, a pure function of the round just published (so runs are reproducible):
+    every draft accepted -> k + 1; fewer than half accepted -> k - 1 (never below 1);
+    otherwise, or when nothing was proposed, k stays."""
+    if proposed == 0:
+        return current
+    if accepted == proposed:
+        return min(current + 1, k_max)
+    if 2 * accepted < proposed:
+        return max(current - 1, 1)
+    return current
 
 
 def check_decision(decision: Decision, proposed: int, vocab_size: int) -> None:
@@ -153,8 +175,11 @@ class Orchestrator:
 
     def round(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> RoundCommit:
         """Stage one round from `start`. Publishes nothing."""
-        k = min(self.config.k, stops.max_new_tokens - len(start.output))
+        k = min(start.draft_length, stops.max_new_tokens - len(start.output))
+        began = time.perf_counter()
         proposal = self._propose(proposer, start, k)
+        proposed_at = time.perf_counter()
+        self.stats.draft_seconds += proposed_at - began
         request = VerifyRequest(
             context=start.context,
             committed_kv=start.committed_kv,
@@ -166,6 +191,7 @@ class Orchestrator:
         )
         self.stats.champion_calls += 1
         decision = self.champion.verify(request)
+        self.stats.verify_seconds += time.perf_counter() - proposed_at
         check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
         wanted = proposal.tokens[: decision.accepted] + (decision.terminal,)
@@ -173,7 +199,10 @@ class Orchestrator:
         self._checkpoint(FaultPoint.AFTER_DECISION)
         committed_kv = stage_kv(start, emitted)
         self._checkpoint(FaultPoint.AFTER_STAGE_KV)
-        successor = stage_successor(start, emitted, committed_kv, finish_reason)
+        draft_length = start.draft_length
+        if self.config.adaptive:
+            draft_length = next_draft_length(draft_length, len(proposal.tokens), decision.accepted, self.config.k_max)
+        successor = stage_successor(start, emitted, committed_kv, finish_reason, draft_length)
         self._checkpoint(FaultPoint.AFTER_STAGE_OUTPUT)
         commit = RoundCommit(
             round_index=start.round_index,
@@ -238,7 +267,8 @@ class Orchestrator:
         self.stats = stats = SpecStats()
         proposer = self.proposer
         proposer.reset()
-        published = PublishedState(RequestState.start(prompt))
+        began = time.perf_counter()
+        published = PublishedState(RequestState.start(prompt, self.config.k))
         self.champion.prefill(prompt[:-1])
         while published.state.finish_reason is None:
             start = published.state
@@ -262,4 +292,5 @@ class Orchestrator:
                 break
             stats.record(commit)
             yield Emitted(commit.emitted)
+        stats.total_seconds = time.perf_counter() - began
         yield Finished(published.state.finish_reason, published.state, stats)

@@ -22,6 +22,9 @@ class Draws(Protocol):
     def bernoulli(self, domain: Domain, round_index: int, position: int, prob) -> bool:
         """True with probability `prob` (0 <= prob <= 1)."""
 
+    def uniform(self, domain: Domain, round_index: int, position: int) -> float:
+        """The raw uniform in (0, 1], for samplers outside Python (the ONNX draft graph)."""
+
 
 def total_mass(values: Sequence) -> float:
     """Stable sum: exact for Fractions, correctly rounded (fsum) for floats."""
@@ -63,3 +66,6 @@ class SeededDraws:
     def bernoulli(self, domain: Domain, round_index: int, position: int, prob) -> bool:
         # u in (0, 1]: prob 1 always accepts, prob 0 never does.
         return self.stream.uniform(domain, round_index, position) <= prob
+
+    def uniform(self, domain: Domain, round_index: int, position: int) -> float:
+        return self.stream.uniform(domain, round_index, position)

@@ -27,10 +27,12 @@ class RequestState:
     round_index: int  # RNG counter of the next round
     generation: int  # +1 per published round (the publication fence)
     finish_reason: str | None = None  # None while generating
+    draft_length: int = 0  # k for the next round (adaptive k moves it; fixed k keeps it)
 
     @classmethod
-    def start(cls, prompt: tuple[int, ...]) -> "RequestState":
-        return cls(context=tuple(prompt), prompt_length=len(prompt), committed_kv=len(prompt) - 1, round_index=0, generation=0)
+    def start(cls, prompt: tuple[int, ...], draft_length: int = 0) -> "RequestState":
+        return cls(context=tuple(prompt), prompt_length=len(prompt), committed_kv=len(prompt) - 1, round_index=0,
+                   generation=0, draft_length=draft_length)
 
     @property
     def output(self) -> tuple[int, ...]:
@@ -63,7 +65,9 @@ def stage_kv(start: RequestState, emitted: tuple[int, ...]) -> int:
     return start.committed_kv + len(emitted)
 
 
-def stage_successor(start: RequestState, emitted: tuple[int, ...], committed_kv: int, finish_reason: str | None) -> RequestState:
+def stage_successor(
+    start: RequestState, emitted: tuple[int, ...], committed_kv: int, finish_reason: str | None, draft_length: int
+) -> RequestState:
     successor = replace(
         start,
         context=start.context + emitted,
@@ -71,6 +75,7 @@ def stage_successor(start: RequestState, emitted: tuple[int, ...], committed_kv:
         round_index=start.round_index + 1,
         generation=start.generation + 1,
         finish_reason=finish_reason,
+        draft_length=draft_length,
     )
     if successor.committed_kv != len(successor.context) - 1:
         raise AssertionError("replay_frontier invariant broken: committed KV must be context length - 1")

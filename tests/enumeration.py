@@ -81,7 +81,7 @@ def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: 
     """P(output tokens) of a whole request, by exact enumeration of the real round loop."""
     prompt = orchestrator.validate_prompt(prompt)
     stops = orchestrator.stop_policy(len(prompt))
-    live = {RequestState.start(prompt): Fraction(1)}
+    live = {RequestState.start(prompt, orchestrator.config.k): Fraction(1)}
     done: dict[tuple, Fraction] = {}
     while live:
         merged: dict[tuple, tuple[RequestState, Fraction]] = {}

@@ -55,7 +55,7 @@ def test_round_points_are_visited_in_order():
     recorder = FaultAt(None)
     run = orchestrator(ModelDraft(DRAFT, SamplingSettings()), faults=recorder)
     stops = run.stop_policy(len(PROMPT))
-    run.round(RequestState.start(PROMPT), run.proposer, stops)
+    run.round(RequestState.start(PROMPT, 3), run.proposer, stops)
     assert recorder.seen == [
         FaultPoint.AFTER_VERIFY,
         FaultPoint.AFTER_DECISION,
@@ -72,7 +72,7 @@ ROUND_POINTS = [p for p in FaultPoint if p is not FaultPoint.BEFORE_PUBLISH]
 def test_failed_round_leaves_published_state_unchanged_and_retry_is_identical(point, proposer):
     clean = orchestrator(proposer)
     stops = clean.stop_policy(len(PROMPT))
-    published = PublishedState(RequestState.start(PROMPT))
+    published = PublishedState(RequestState.start(PROMPT, 3))
     # Advance a few rounds so the state is not the trivial start.
     for _ in range(3):
         commit = clean.round(published.state, proposer, stops)
@@ -95,7 +95,7 @@ def test_failed_round_leaves_published_state_unchanged_and_retry_is_identical(po
 def test_publishing_twice_appends_once_and_stale_commits_are_refused():
     run = orchestrator(ModelDraft(DRAFT, SamplingSettings()))
     stops = run.stop_policy(len(PROMPT))
-    published = PublishedState(RequestState.start(PROMPT))
+    published = PublishedState(RequestState.start(PROMPT, 3))
     start = published.state
     commit = run.round(start, run.proposer, stops)
     after = published.publish(commit)

@@ -2,6 +2,7 @@
 
 from .base import EMPTY_PROPOSAL, NoProposer, Proposal, Proposer
 from .model_draft import ModelDraft
+from .neural import DraftRuntime, NeuralProposer
 from .prompt_lookup import PromptLookup
 
-__all__ = ["EMPTY_PROPOSAL", "ModelDraft", "NoProposer", "Proposal", "Proposer", "PromptLookup"]
+__all__ = ["EMPTY_PROPOSAL", "DraftRuntime", "ModelDraft", "NeuralProposer", "NoProposer", "Proposal", "Proposer", "PromptLookup"]

@@ -21,7 +21,7 @@ from .base import EMPTY_PROPOSAL, Proposal
 
 
 class ModelDraft:
-    name = "neural"
+    name = "model_draft"
 
     def __init__(self, model: LogitsModel, settings: SamplingSettings, ops=FLOAT):
         self.model = model

@@ -1,0 +1,69 @@
+"""The neural proposer: the package's draft model (ONNX) with its own KV cache.
+
+The model runs outside Python (onnxruntime natively, onnxruntime-web in the
+browser) behind the `DraftRuntime` interface; the graph itself applies the
+draft temperature and samples its token from a uniform we pass in
+(Domain.DRAFT_SAMPLE at (round, i)), so no Python loop touches the
+vocabulary. Its KV cache is rolled back to the longest common prefix with
+the published context before each proposal: rejected drafts leave no trace,
+and the pending correction/bonus token is fed as part of the new context.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+from ..acceptance import PointMass
+from ..rng import Domain
+from ..sampling import Draws
+from .base import EMPTY_PROPOSAL, Proposal
+
+
+class DraftRuntime(Protocol):
+    vocab_size: int
+    cached: list[int]  # tokens whose KV rows the runtime holds, in order
+
+    def truncate(self, length: int) -> None:
+        """Forget KV rows from `length` on."""
+
+    def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> tuple[int, Any]:
+        """Feed tokens after the cached ones; return (sampled token, its q row: FullRow or ReducedRow).
+        temperature 0 means greedy (the graph returns the argmax)."""
+
+    def reset(self) -> None: ...
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class NeuralProposer:
+    name = "neural"
+
+    def __init__(self, runtime: DraftRuntime, temperature: float):
+        self.runtime = runtime
+        self.temperature = float(temperature)  # the draft's own processor: q = softmax(logits / T)
+
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+        if k <= 0:
+            return EMPTY_PROPOSAL
+        context = list(context)
+        keep = min(common_prefix(self.runtime.cached, context), len(context) - 1)  # feed >= 1 token
+        self.runtime.truncate(keep)
+        pending = context[keep:]
+        tokens, rows = [], []
+        for i in range(k):
+            uniform = 1.0 if self.temperature == 0 else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
+            token, row = self.runtime.step(pending, self.temperature, uniform)
+            tokens.append(token)
+            rows.append(PointMass(token) if self.temperature == 0 else row)
+            pending = [token]
+        return Proposal(tuple(tokens), tuple(rows))
+
+    def reset(self) -> None:
+        self.runtime.reset()
