@@ -103,6 +103,7 @@ class GPUChampion:
         self.verify_step = self._verify_step()
         self.plans: dict[int, list[Dispatch]] = {}
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
+        self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
 
     # -- loading -----------------------------------------------------------
 
@@ -242,8 +243,14 @@ class GPUChampion:
             raise ValueError(f"positions up to {position + rows} exceed the KV capacity {self.context_limit}")
         self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, position, 0, 0))
         self.gpu.write_buffer(self.tokens, 0, array("I", tokens).tobytes())
+        self.kv_tokens = self.kv_tokens[:position]  # rows from here are unknown until the submit completes
         self.gpu.submit(self.plan(rows))
         self.calls += 1
+        self._wrote_kv(tokens, position)
+
+    def _wrote_kv(self, tokens: Sequence[int], position: int) -> None:
+        """Record which token each KV row now holds (rows after the written ones are no longer trusted)."""
+        self.kv_tokens = self.kv_tokens[:position] + list(tokens)
 
     def read_logits(self, rows: int) -> list[list[float]]:
         data = array("f")
@@ -252,15 +259,27 @@ class GPUChampion:
         return [data[r * v : (r + 1) * v].tolist() for r in range(rows)]
 
     def prefill(self, tokens: Sequence[int]) -> None:
-        """KV rows 0..len(tokens)-1, in chunks of T_max rows."""
-        for start in range(0, len(tokens), self.t_max):
-            self.forward(tokens[start : start + self.t_max], start)
+        """KV rows 0..len(tokens)-1, in chunks of T_max rows. Rows already holding the same token
+        prefix are kept: a KV row depends only on the tokens up to it (batch invariance makes that
+        bitwise), so a repeated or extended conversation skips its known prefix."""
+        tokens = list(tokens)
+        start = 0
+        while start < min(len(tokens), len(self.kv_tokens)) and self.kv_tokens[start] == tokens[start]:
+            start += 1
+        self.kv_tokens = self.kv_tokens[:start]
+        for chunk in range(start, len(tokens), self.t_max):
+            self.forward(tokens[chunk : chunk + self.t_max], chunk)
 
     def verify(self, request: VerifyRequest) -> Decision:
         """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 20 bytes."""
+        c = request.committed_kv
+        if self.kv_tokens[:c] != list(request.context[:c]):  # e.g. after a failed or cancelled call
+            self.prefill(request.context[:c])
         rows = self._prepare_verify(request)
+        self.kv_tokens = self.kv_tokens[:c]  # rows from c are unknown until the submit completes
         self.gpu.submit(self.plan(rows) + [self.verify_step])
         self.calls += 1
+        self._wrote_kv((request.context[-1],) + tuple(request.drafts), request.committed_kv)
         return self._read_decision()
 
     def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
@@ -272,7 +291,7 @@ class GPUChampion:
         for row in logits_rows:
             data.extend(row)
         self.gpu.write_buffer(self.logits, 0, data.tobytes())
-        self.gpu.submit([self.verify_step])
+        self.gpu.submit([self.verify_step])  # no forward: the KV cache is untouched
         return self._read_decision()
 
     def _prepare_verify(self, request: VerifyRequest) -> int:

@@ -76,6 +76,7 @@ class SpecStats:
     accepted: int = 0  # draft tokens the verifier accepted
     emitted: int = 0  # output tokens published
     draft_failures: int = 0  # rounds whose proposer failed numerically (ran as plain steps)
+    accepted_histogram: dict[int, int] = field(default_factory=dict)  # A -> rounds (rounds with a proposal)
     reached: list[int] = field(default_factory=list)  # reached[i]: rounds that tested draft i
     accepted_at: list[int] = field(default_factory=list)  # accepted_at[i]: rounds that accepted draft i
     fallback_code: str | None = None  # failure that switched this answer to champion-alone
@@ -89,6 +90,8 @@ class SpecStats:
         self.proposed += commit.proposed
         self.accepted += commit.accepted
         self.emitted += len(commit.emitted)
+        if commit.proposed:
+            self.accepted_histogram[commit.accepted] = self.accepted_histogram.get(commit.accepted, 0) + 1
         for i in range(commit.proposed):
             if i > commit.accepted:
                 break

@@ -1,0 +1,265 @@
+"""Chat completions with exact speculative decoding: the API the CLI and the browser worker use.
+
+    engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
+                 "repetition_penalty": 1.0, "stop": [...], "seed": 0,
+                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural", "k": 4, "adaptive": False}})
+    -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
+       never shows a possible start of a stop string early)
+    -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
+        "usage": {...}, "speculative": {...}, "receipt": {...}, "error": {"code", "message"} | None}
+
+Invalid settings raise InvalidSettings before any work is done. Stats keys: docs/ENGINE.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from .chat_template import ChatTemplate, TemplateError
+from .errors import InvalidSettings, PromptTooLong
+from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats
+from .processors import SamplingSettings
+from .proposers import NeuralProposer, NoProposer, PromptLookup
+from .proposers.neural import DraftRuntime
+from .tokenizer import StreamDecoder, Tokenizer
+
+PROPOSERS = ("none", "prompt_lookup", "neural")
+REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
+RECEIPT_VERSION = 1
+ERROR_MESSAGES = {
+    "TARGET_NUMERIC": "the model produced invalid numbers; the answer was stopped",
+    "RESIDUAL_MASS": "a numerical safeguard of the sampler tripped; the answer was stopped",
+    "DRAFT_NUMERIC": "the draft model produced invalid numbers",
+    "VERIFY_RESULT": "the GPU returned an invalid result; the answer was stopped",
+    "STALE_PUBLICATION": "internal state conflict; the answer was stopped",
+    "INTERNAL": "an internal error stopped the answer",
+}
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple
+    max_tokens: int
+    sampling: SamplingSettings
+    stop: tuple[str, ...]
+    seed: int
+    proposer: str
+    k: int
+    adaptive: bool
+
+    @classmethod
+    def from_dict(cls, data: dict, k_max: int) -> "ChatRequest":
+        unknown = set(data) - REQUEST_KEYS
+        if unknown:
+            raise InvalidSettings(f"unknown request fields: {sorted(unknown)}")
+        messages = data.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise InvalidSettings("messages must be a non-empty list")
+        spec = data.get("speculative") or {}
+        if not isinstance(spec, dict) or set(spec) - {"proposer", "k", "adaptive"}:
+            raise InvalidSettings("speculative must be {proposer, k, adaptive}")
+        proposer = spec.get("proposer", "none")
+        if proposer not in PROPOSERS:
+            raise InvalidSettings(f"proposer must be one of {PROPOSERS}, got {proposer!r}")
+        k = spec.get("k", 4 if proposer != "none" else 0)
+        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= k_max:
+            raise InvalidSettings(f"k must be an integer in [0, {k_max}], got {k!r}")
+        stop = data.get("stop") or ()
+        stop = (stop,) if isinstance(stop, str) else tuple(stop)
+        if not all(isinstance(s, str) for s in stop):
+            raise InvalidSettings("stop must be a string or a list of strings")
+        sampling = SamplingSettings(
+            temperature=_number(data, "temperature", 0.7), top_k=data.get("top_k", 0),
+            top_p=_number(data, "top_p", 1.0), repetition_penalty=_number(data, "repetition_penalty", 1.0),
+        ).validate()
+        max_tokens = data.get("max_tokens", 256)
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise InvalidSettings(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+        seed = data.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
+            raise InvalidSettings(f"seed must be an integer in [0, 2^64), got {seed!r}")
+        adaptive = spec.get("adaptive", False)
+        if not isinstance(adaptive, bool):
+            raise InvalidSettings("adaptive must be true or false")
+        return cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, 0 if proposer == "none" else k, adaptive)
+
+
+def _number(data: dict, key: str, default: float):
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidSettings(f"{key} must be a number, got {value!r}")
+    return value
+
+
+class TextStream:
+    """Token ids -> text deltas: whole UTF-8 characters, special tokens hidden, stop strings held back."""
+
+    def __init__(self, tokenizer: Tokenizer, stop: Sequence[str]):
+        self.tokenizer = tokenizer
+        self.decoder = StreamDecoder(tokenizer)
+        self.stop = tuple(s for s in stop if s)
+        self.text = ""  # everything decoded so far
+        self.shown = 0  # characters already emitted
+
+    def feed(self, tokens: Sequence[int]) -> str:
+        self.text += self.decoder.feed(t for t in tokens if self.tokenizer.tokens[t] not in self.tokenizer.special)
+        visible = len(self.text) - self._held_back()
+        delta = self.text[self.shown : visible]
+        self.shown = max(self.shown, visible)
+        return delta
+
+    def finish(self) -> str:
+        """The rest of the text, cut at the first stop string (which is not shown)."""
+        self.text += self.decoder.flush()
+        end = min((i for i in (self.text.find(s) for s in self.stop) if i >= 0), default=len(self.text))
+        delta = self.text[self.shown : max(end, self.shown)]
+        self.text = self.text[:end]
+        self.shown = len(self.text)
+        return delta
+
+    def _held_back(self) -> int:
+        """Length of the longest tail that could be the start (or all) of a stop string."""
+        held = 0
+        for stop in self.stop:
+            found = self.text.find(stop, max(0, self.shown - len(stop)))
+            if found >= 0:
+                held = max(held, len(self.text) - found)
+                continue
+            for size in range(min(len(stop) - 1, len(self.text)), 0, -1):
+                if self.text.endswith(stop[:size]):
+                    held = max(held, size)
+                    break
+        return held
+
+
+class Engine:
+    def __init__(self, champion, tokenizer: Tokenizer, template: ChatTemplate, manifest: dict,
+                 draft_runtime: DraftRuntime | None = None, k_max: int = 8):
+        self.champion = champion
+        self.tokenizer = tokenizer
+        self.template = template
+        self.manifest = manifest
+        self.draft_runtime = draft_runtime
+        self.k_max = k_max
+        self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
+
+    def encode_prompt(self, messages: Sequence[dict]) -> list[int]:
+        try:
+            return self.tokenizer.encode(self.template.render(messages))
+        except TemplateError as error:
+            raise InvalidSettings(str(error)) from None
+
+    def _proposer(self, request: ChatRequest):
+        if request.proposer == "prompt_lookup":
+            return PromptLookup()
+        if request.proposer == "neural":
+            if self.draft_runtime is None:
+                raise InvalidSettings("this package has no draft model: the neural proposer is unavailable")
+            return NeuralProposer(self.draft_runtime, request.sampling.temperature)
+        return NoProposer()
+
+    def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict]:
+        """Validate (raising InvalidSettings before any work), then stream events."""
+        request = ChatRequest.from_dict(data, self.k_max)
+        prompt = self.encode_prompt(request.messages)
+        limit = self.champion.context_limit
+        if len(prompt) >= limit:
+            raise PromptTooLong(f"the prompt is {len(prompt)} tokens; the context limit is {limit} (room for at least one more is needed)")
+        config = GenerationConfig(
+            max_new_tokens=request.max_tokens, k=request.k, k_max=self.k_max, settings=request.sampling,
+            eos_ids=self.eos_ids, stop_strings=request.stop, seed=request.seed, adaptive=request.adaptive,
+        )
+        orchestrator = Orchestrator(self.champion, self._proposer(request), config, self.tokenizer.token_bytes)
+        events = orchestrator.generate(prompt, cancel)
+        return self._stream(request, prompt, events)
+
+    def _stream(self, request: ChatRequest, prompt: list[int], events) -> Iterator[dict]:
+        text = TextStream(self.tokenizer, request.stop)
+        tokens: list[int] = []
+        for event in events:
+            if isinstance(event, Emitted):
+                tokens.extend(event.tokens)
+                delta = text.feed(event.tokens)
+                yield {"type": "delta", "tokens": list(event.tokens), "text": delta}
+            elif isinstance(event, Finished):
+                tail = text.finish()
+                if tail:
+                    yield {"type": "delta", "tokens": [], "text": tail}
+                yield self._done(request, prompt, tokens, text.text, event)
+
+    def _done(self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished) -> dict:
+        stats = end.stats
+        error = None
+        if end.reason == "error":
+            code = stats.error_code or "INTERNAL"
+            error = {"code": code, "message": ERROR_MESSAGES.get(code, ERROR_MESSAGES["INTERNAL"])}
+        return {
+            "type": "done",
+            "finish_reason": end.reason,
+            "text": text,
+            "tokens": tokens,
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt) + len(tokens)},
+            "speculative": speculative_stats(stats, request),
+            "receipt": self.receipt(request, prompt, tokens, end),
+            "error": error,
+        }
+
+    def receipt(self, request: ChatRequest, prompt: list[int], tokens: list[int], end: Finished) -> dict:
+        """Privacy-safe record of one answer: hashes, counts, histograms, timings; no text, no token ids."""
+        identity = self.manifest["identity"]
+        stats = end.stats
+        policy = {"temperature": float(request.sampling.temperature), "top_p": float(request.sampling.top_p),
+                  "top_k": request.sampling.top_k, "repetition_penalty": float(request.sampling.repetition_penalty),
+                  "stop_count": len(request.stop), "max_tokens": request.max_tokens}
+        return {
+            "receipt_version": RECEIPT_VERSION,
+            "request_nonce": secrets.token_hex(8),
+            "champion_weights": identity["champion_weights"],
+            "draft_weights": identity.get("draft_weights") if request.proposer == "neural" else "none",
+            "tokenizer": identity["tokenizer"],
+            "chat_template": identity["chat_template"],
+            "sampling_policy": _digest(policy),
+            "scheduler_policy": _digest({"proposer": request.proposer, "k": request.k, "adaptive": request.adaptive}),
+            "seed_commitment": _digest({"seed": request.seed}),
+            "counts": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "champion_calls": stats.champion_calls,
+                       "rounds": stats.rounds, "proposed": stats.proposed, "accepted": stats.accepted},
+            "accepted_histogram": {str(a): n for a, n in sorted(stats.accepted_histogram.items())},
+            "reached_by_position": list(stats.reached),
+            "accepted_by_position": list(stats.accepted_at),
+            "timings_s": {"draft": round(stats.draft_seconds, 6), "verify": round(stats.verify_seconds, 6),
+                          "total": round(stats.total_seconds, 6)},
+            "finish_reason": end.reason,
+            "failure_code": stats.error_code,
+            "fallback_code": stats.fallback_code,
+        }
+
+
+def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
+    other = max(0.0, stats.total_seconds - stats.draft_seconds - stats.verify_seconds)
+    reached = stats.reached
+    return {
+        "proposer": request.proposer,
+        "k": request.k,
+        "adaptive": request.adaptive,
+        "rounds": stats.rounds,
+        "champion_calls": stats.champion_calls,
+        "proposed": stats.proposed,
+        "accepted": stats.accepted,
+        "acceptance_rate": stats.accepted / stats.proposed if stats.proposed else None,
+        "acceptance_by_position": [a / r if r else None for a, r in zip(stats.accepted_at, reached)],
+        "survival": stats.survival(),
+        "tokens_per_champion_call": stats.tokens_per_call,
+        "draft_failures": stats.draft_failures,
+        "time_s": {"draft": stats.draft_seconds, "verify": stats.verify_seconds, "other": other, "total": stats.total_seconds},
+        "tokens_per_second": stats.emitted / stats.total_seconds if stats.total_seconds else None,
+        "fallback_code": stats.fallback_code,
+        "error_code": stats.error_code,
+    }
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()

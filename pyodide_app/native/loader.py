@@ -1,0 +1,33 @@
+"""Build an Engine natively from a package folder: wgpu-py champion, onnxruntime draft."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..chat_template import ChatTemplate
+from ..engine import Engine
+from ..gpu_champion import GPUChampion
+from ..tokenizer import Tokenizer
+from .onnx_draft import OnnxDraftRuntime
+from .wgpu_device import WgpuDevice
+
+SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
+
+
+def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, verify: bool = True) -> Engine:
+    folder = Path(folder)
+    if verify:
+        from build_tools.verify import verify_package  # hashes, schema, identities: refuse a damaged package
+
+        manifest = verify_package(folder)
+    else:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    champion = GPUChampion(gpu or WgpuDevice(), manifest, lambda name: (folder / name).read_bytes(),
+                           lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=k_max, context_limit=context_limit)
+    tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
+    template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
+    draft = None
+    if manifest.get("draft"):
+        draft = OnnxDraftRuntime(folder / manifest["draft"]["onnx"], manifest["draft"])
+    return Engine(champion, tokenizer, template, manifest, draft, k_max)
