@@ -35,6 +35,8 @@ ERROR_MESSAGES = {
     "RESIDUAL_MASS": "a numerical safeguard of the sampler tripped; the answer was stopped",
     "DRAFT_NUMERIC": "the draft model produced invalid numbers",
     "VERIFY_RESULT": "the GPU returned an invalid result; the answer was stopped",
+    "DEVICE": "the GPU failed (device lost or out of memory); the answer was stopped",
+    "DRAFT_RUNTIME": "the draft model failed; the answer was stopped",
     "STALE_PUBLICATION": "internal state conflict; the answer was stopped",
     "INTERNAL": "an internal error stopped the answer",
 }

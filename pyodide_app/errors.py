@@ -37,6 +37,18 @@ class DraftNumericError(SpecChatError):
     code = "DRAFT_NUMERIC"
 
 
+class DraftRuntimeError(SpecChatError):
+    """The draft model's runtime failed (onnxruntime error, lost worker)."""
+
+    code = "DRAFT_RUNTIME"
+
+
+class DeviceError(SpecChatError):
+    """The GPU failed (device lost, out of memory, validation error)."""
+
+    code = "DEVICE"
+
+
 class VerifyResultError(SpecChatError):
     """The champion's decision is outside its contract (accepted > k, token out of vocabulary)."""
 

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 from .acceptance import Decision, FullRow, PointMass, ReducedRow
 from .champion import VerifyRequest
-from .errors import DraftNumericError, ResidualMassError, TargetNumericError
+from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .manifest import ModelConfig
 from .sampling import SeededDraws
@@ -40,7 +40,7 @@ def groups(count: int) -> int:
     return (count + WORKGROUP - 1) // WORKGROUP
 
 
-def constants_header(config: ModelConfig, capacity: int, t_max: int) -> str:
+def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_control: bool = False) -> str:
     values = {
         "D": config.d_model, "H": config.n_heads, "KVH": config.n_kv_heads, "HD": config.head_dim,
         "FFN": config.d_ffn, "V": config.vocab_size, "CTX": capacity, "TMAX": t_max,
@@ -48,6 +48,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int) -> str:
     lines = [f"const {name}: u32 = {value}u;" for name, value in values.items()]
     lines.append(f"const EPS: f32 = {config.rms_eps!r};")
     lines.append(f"const SCALE: f32 = {1.0 / math.sqrt(config.head_dim)!r};")
+    lines.append(f"const RESAMPLE_FROM_TARGET: bool = {'true' if negative_control else 'false'};")
     return "\n".join(lines) + "\n"
 
 
@@ -72,7 +73,10 @@ class GPUChampion:
         shader_source: Callable[[str], str],
         k_max: int = 8,
         context_limit: int | None = None,
+        negative_control: bool = False,
     ):
+        """negative_control (tests only): after a rejection, sample from the full target instead of
+        the residual — a deliberately wrong verifier that exactness tests must detect."""
         self.gpu = gpu
         self.config = config = ModelConfig.from_dict(manifest["champion"]["config"])
         self.vocab_size = config.vocab_size
@@ -90,7 +94,7 @@ class GPUChampion:
         check_limits(gpu.limits, largest, gpu.adapter_name, attention_bytes)
         self.weights = self._upload_weights(tensors, read_file)
         self._allocate_scratch()
-        header = constants_header(config, self.context_limit, self.t_max)
+        header = constants_header(config, self.context_limit, self.t_max, negative_control)
         common = shader_source("common")
         self.pipelines = {}
         for name in SHADER_FILES[1:]:
@@ -104,6 +108,16 @@ class GPUChampion:
         self.plans: dict[int, list[Dispatch]] = {}
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
         self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """One small forward at load: compiles every pipeline before the first request. Measured on
+        lavapipe: when the first forward ever has 5 or more rows, every later call stays 10-50x slower
+        (a scheduling quirk of the CPU rasterizer); a 4-row first call avoids it."""
+        rows = min(4, self.t_max, self.context_limit)
+        self.forward([0] * rows, 0)
+        self.gpu.read_buffer(self.result, 0, 4)
+        self.kv_tokens = []  # the warm-up rows hold nothing anyone asked for
 
     # -- loading -----------------------------------------------------------
 
@@ -277,10 +291,16 @@ class GPUChampion:
             self.prefill(request.context[:c])
         rows = self._prepare_verify(request)
         self.kv_tokens = self.kv_tokens[:c]  # rows from c are unknown until the submit completes
-        self.gpu.submit(self.plan(rows) + [self.verify_step])
+        try:
+            self.gpu.submit(self.plan(rows) + [self.verify_step])
+            decision = self._read_decision()
+        except (TargetNumericError, ResidualMassError, DraftNumericError):
+            raise
+        except Exception as error:  # noqa: BLE001 - device loss, validation errors: one named failure
+            raise DeviceError(f"GPU failure during verify: {type(error).__name__}: {error}") from error
         self.calls += 1
         self._wrote_kv((request.context[-1],) + tuple(request.drafts), request.committed_kv)
-        return self._read_decision()
+        return decision
 
     def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
         """Run only the verify kernel on given logits rows (kernel tests and diagnostics)."""

@@ -36,6 +36,9 @@ struct Verify {
 const LANES: u32 = 256u;
 const CHUNK: u32 = (V + LANES - 1u) / LANES;
 const RESIDUAL_FLOOR: f32 = 1e-6;  // f32 residual mass at or below this is rounding noise -> status 2
+// Probabilities below the smallest normal f32 are flushed to 0: many GPUs flush denormals anyway, so this
+// makes every adapter agree, and CPU rasterizers (lavapipe, SwiftShader) avoid slow denormal arithmetic.
+const MIN_NORMAL: f32 = 1.17549435e-38;
 
 var<workgroup> red_f: array<f32, 256>;
 var<workgroup> red_u: array<u32, 256>;
@@ -167,7 +170,8 @@ fn process_row(lane: u32, row: u32) -> u32 {
     // Softmax over the kept entries (masked entries hold NEG_BIG and get 0).
     var local = 0.0;
     for (var i = start; i < end; i++) {
-        let e = select(exp(work[i] - top), 0.0, work[i] <= NEG_BIG);
+        let raw = exp(work[i] - top);
+        let e = select(raw, 0.0, work[i] <= NEG_BIG || raw < MIN_NORMAL);
         work[i] = e;
         local += e;
     }
@@ -324,10 +328,11 @@ fn residual(lane: u32, row: u32) -> f32 {
         var q_i = 0.0;
         if (cfg.draft_kind == 1u) { q_i = q[row * V + i]; }
         if (cfg.draft_kind == 3u) { q_i = select(0.0, 1.0, i == tokens[1u + row]); }
+        if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }  // negative control only (tests): the wrong residual p
         work[V + i] = max(work[i] - q_i, 0.0);
     }
     workgroupBarrier();
-    if (cfg.draft_kind == 2u) {
+    if (cfg.draft_kind == 2u && !RESAMPLE_FROM_TARGET) {
         for (var m = lane; m < cfg.reduced; m += LANES) {
             let id = id_map[m];
             work[V + id] = max(work[id] - q[row * cfg.reduced + m], 0.0);

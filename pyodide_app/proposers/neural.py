@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from ..acceptance import PointMass
+from ..errors import DraftRuntimeError
 from ..rng import Domain
 from ..sampling import Draws
 from .base import EMPTY_PROPOSAL, Proposal
@@ -59,7 +60,11 @@ class NeuralProposer:
         tokens, rows = [], []
         for i in range(k):
             uniform = 1.0 if self.temperature == 0 else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
-            token, row = self.runtime.step(pending, self.temperature, uniform)
+            try:
+                token, row = self.runtime.step(pending, self.temperature, uniform)
+            except Exception as error:  # noqa: BLE001 - any runtime failure is one named error
+                self.runtime.reset()  # its cache state is unknown now
+                raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
             tokens.append(token)
             rows.append(PointMass(token) if self.temperature == 0 else row)
             pending = [token]

@@ -1,0 +1,333 @@
+"""The native engine end to end: tokenizer -> proposer -> GPU verify (lavapipe) -> streamed text."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from pyodide_app.errors import InvalidSettings, PromptTooLong
+from pyodide_app.gpu_champion import GPUChampion
+from pyodide_app.orchestrator import CancelToken
+from pyodide_app.processors import SamplingSettings, process_row
+
+from .conftest import ROOT
+from .stats import chi_square_statistic, plan_chi_square
+
+REWRITE = ("Rewrite this paragraph with correct spelling, changing nothing else: The quick brown fox jumpd over "
+           "the lazy dog. The dog was not amused and went back to sleep under the old oak tree.")
+QUESTION = "What are three benefits of regular exercise?"
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from pyodide_app.native.wgpu_device import WgpuDevice
+
+    return WgpuDevice()
+
+
+@pytest.fixture(scope="module")
+def synth_engine(gpu, synth_package):
+    from pyodide_app.native.loader import load_engine
+
+    return load_engine(synth_package, context_limit=256, gpu=gpu)
+
+
+def chat(engine, content, proposer="none", k=4, **settings):
+    request = {"messages": [{"role": "user", "content": content}], "speculative": {"proposer": proposer, "k": k}}
+    request.update(settings)
+    events = list(engine.chat(request))
+    done = events[-1]
+    assert done["type"] == "done"
+    assert "".join(e["text"] for e in events if e["type"] == "delta") == done["text"]  # streamed == final
+    return done
+
+
+# ---- the real model -----------------------------------------------------------------------------------
+
+def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, real_package):
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(real_package, context_limit=512, gpu=gpu)
+    rows = []
+    for name, prompt in (("rewrite", REWRITE), ("question", QUESTION)):
+        alone = chat(engine, prompt, "none", 0, max_tokens=24, temperature=0)
+        rows.append((name, "none", 0, alone))
+        for proposer in ("prompt_lookup", "neural"):
+            for k in (1, 2, 4, 8):
+                done = chat(engine, prompt, proposer, k, max_tokens=24, temperature=0)
+                assert done["tokens"] == alone["tokens"], f"{name} {proposer} k={k}"
+                rows.append((name, proposer, k, done))
+    print("\n[engine] SmolLM2 on lavapipe, 24 greedy tokens (one run, same process, prefill reused):")
+    print("| prompt | proposer | k | tokens/call | tokens/s | accepted/proposed |")
+    for name, proposer, k, done in rows:
+        s = done["speculative"]
+        print(f"| {name} | {proposer} | {k} | {s['tokens_per_champion_call']:.2f} | {s['tokens_per_second']:.2f} | "
+              f"{s['accepted']}/{s['proposed']} |")
+    lookup_rewrite = [d for n, p, k, d in rows if n == "rewrite" and p == "prompt_lookup" and k == 8][0]
+    assert lookup_rewrite["speculative"]["tokens_per_champion_call"] > 2.0  # long copied runs were accepted
+
+
+# ---- distribution on the synthetic model --------------------------------------------------------------
+
+def exact_first_tokens(champion: GPUChampion, prompt: list[int], settings: SamplingSettings, depth: int = 3, eos=(2,)) -> dict:
+    """P(first `depth` tokens) from the champion's own logits and the Python processors (an answer
+    that ends with EOS earlier is a shorter sequence)."""
+    law = {(): 1.0}
+    for _ in range(depth):
+        grown = {}
+        for prefix, mass in law.items():
+            if prefix and prefix[-1] in eos:
+                grown[prefix] = mass
+                continue
+            context = prompt + list(prefix)
+            champion.prefill(context[:-1])
+            champion.forward([context[-1]], len(context) - 1)
+            row = process_row(champion.read_logits(1)[0], settings, context)
+            for token, p in enumerate(row):
+                if p > 0:
+                    grown[prefix + (token,)] = mass * p
+        law = grown
+    return law
+
+
+def sampled_first_tokens(engine, content: str, proposer: str, samples: int) -> dict:
+    counts = {}
+    for seed in range(samples):
+        done = chat(engine, content, proposer, 2, max_tokens=3, temperature=1.0, top_p=0.5, seed=seed)
+        key = tuple(done["tokens"])
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+SAMPLES = 400
+
+
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural"])
+def test_first_three_tokens_follow_the_champion_law(synth_engine, proposer):
+    content = "the capital of france is paris. the capital of"
+    prompt = synth_engine.encode_prompt([{"role": "user", "content": content}])
+    law = exact_first_tokens(synth_engine.champion, prompt, SamplingSettings(temperature=1.0, top_p=0.5))
+    plan = plan_chi_square(law, SAMPLES, 1e-3)  # fixed before sampling
+    counts = sampled_first_tokens(synth_engine, content, proposer, SAMPLES)
+    statistic = chi_square_statistic(plan, counts)
+    print(f"\n[engine] {proposer}: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={SAMPLES}")
+    assert statistic <= plan.threshold
+
+
+def sharp_self_draft(synth_package):
+    """A draft that is the champion itself (numpy reference): q overlaps p a lot but
+    is sharper (temperature 0.3), so rejections are common and the residual differs strongly from p."""
+    from build_tools.reference import CachedLogits, ReferenceModel
+    from build_tools.verify import read_champion
+    from pyodide_app.proposers import ModelDraft
+
+    config, tensors = read_champion(synth_package)
+    return ModelDraft(CachedLogits(ReferenceModel(config, tensors), 256), SamplingSettings(temperature=0.3))
+
+
+@pytest.mark.parametrize("negative_control", [False, True], ids=["exact_residual", "wrong_residual"])
+def test_wrong_residual_is_detected_by_the_same_test(gpu, synth_package, negative_control):
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(synth_package, context_limit=256, gpu=gpu)
+    manifest = json.loads((synth_package / "manifest.json").read_text())
+    engine.champion = GPUChampion(gpu, manifest, lambda n: (synth_package / n).read_bytes(),
+                                  lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), context_limit=256,
+                                  negative_control=negative_control)
+    draft = sharp_self_draft(synth_package)
+    engine._proposer = lambda request: draft  # the same chi-square test, with a draft that rejects often
+    content = "the capital of france is paris. the capital of"
+    prompt = engine.encode_prompt([{"role": "user", "content": content}])
+    law = exact_first_tokens(engine.champion, prompt, SamplingSettings(temperature=1.0, top_p=0.5))
+    samples = 1200
+    plan = plan_chi_square(law, samples, 1e-3)
+    statistic = chi_square_statistic(plan, sampled_first_tokens(engine, content, "neural", samples))
+    label = "wrong" if negative_control else "exact"
+    print(f"\n[engine] sharp self-draft, {label} residual: chi2={statistic:.2f} df={plan.degrees_of_freedom} "
+          f"threshold={plan.threshold:.2f} n={samples}")
+    assert (statistic > plan.threshold) == negative_control
+
+
+# ---- settings, faults, cancellation, receipts ----------------------------------------------------------
+
+@pytest.mark.parametrize("change, error", [
+    ({"speculative": {"proposer": "prompt_lookup", "k": 9}}, InvalidSettings),
+    ({"temperature": -0.5}, InvalidSettings),
+    ({"top_p": 0.0}, InvalidSettings),
+    ({"top_p": 1.5}, InvalidSettings),
+    ({"max_tokens": 0}, InvalidSettings),
+    ({"speculative": {"proposer": "magic"}}, InvalidSettings),
+    ({"unknown_field": 1}, InvalidSettings),
+    ({"messages": [{"role": "user", "content": "word " * 400}]}, PromptTooLong),
+])
+def test_invalid_requests_fail_before_any_work(synth_engine, change, error):
+    calls = synth_engine.champion.calls
+    request = {"messages": [{"role": "user", "content": "hi"}], **change}
+    with pytest.raises(error):
+        synth_engine.chat(request)
+    assert synth_engine.champion.calls == calls
+
+
+class FailingDraft:
+    """Wraps a DraftRuntime; fails on its n-th step."""
+
+    def __init__(self, runtime, fail_at: int):
+        self.runtime, self.fail_at, self.steps = runtime, fail_at, 0
+        self.vocab_size = runtime.vocab_size
+
+    @property
+    def cached(self):
+        return self.runtime.cached
+
+    def truncate(self, length):
+        self.runtime.truncate(length)
+
+    def reset(self):
+        self.runtime.reset()
+
+    def step(self, tokens, temperature, uniform):
+        self.steps += 1
+        if self.steps == self.fail_at:
+            raise RuntimeError("onnxruntime session crashed")
+        return self.runtime.step(tokens, temperature, uniform)
+
+
+def test_draft_failure_before_the_first_token_falls_back_silently(synth_engine):
+    alone = chat(synth_engine, "hello world", "none", 0, max_tokens=12, temperature=0)
+    real = synth_engine.draft_runtime
+    synth_engine.draft_runtime = FailingDraft(real, fail_at=1)
+    try:
+        done = chat(synth_engine, "hello world", "neural", 4, max_tokens=12, temperature=0)
+    finally:
+        synth_engine.draft_runtime = real
+    assert done["tokens"] == alone["tokens"] and done["finish_reason"] == "length" and done["error"] is None
+    assert done["receipt"]["fallback_code"] == "DRAFT_RUNTIME"
+
+
+def test_draft_failure_after_output_is_a_visible_error_without_repeated_text(synth_engine):
+    alone = chat(synth_engine, "hello world", "none", 0, max_tokens=16, temperature=0)
+    real = synth_engine.draft_runtime
+    synth_engine.draft_runtime = FailingDraft(real, fail_at=9)
+    try:
+        done = chat(synth_engine, "hello world", "neural", 4, max_tokens=16, temperature=0)
+    finally:
+        synth_engine.draft_runtime = real
+    assert done["finish_reason"] == "error" and done["error"]["code"] == "DRAFT_RUNTIME"
+    assert 0 < len(done["tokens"]) < 16
+    assert alone["tokens"][: len(done["tokens"])] == done["tokens"]
+    assert alone["text"].startswith(done["text"])
+
+
+class FailingDevice:
+    """Wraps a GPUDevice; its n-th submit raises (a lost device)."""
+
+    def __init__(self, device, fail_at: int):
+        self.device, self.fail_at, self.submits = device, fail_at, 0
+
+    def __getattr__(self, name):
+        return getattr(self.device, name)
+
+    def submit(self, plan):
+        self.submits += 1
+        if self.submits == self.fail_at:
+            raise RuntimeError("GPU device lost")
+        self.device.submit(plan)
+
+
+def test_gpu_error_is_a_visible_error(synth_engine):
+    alone = chat(synth_engine, "hello world", "none", 0, max_tokens=10, temperature=0)
+    champion = synth_engine.champion
+    real = champion.gpu
+    champion.gpu = FailingDevice(real, fail_at=5)
+    try:
+        done = chat(synth_engine, "hello world", "prompt_lookup", 4, max_tokens=10, temperature=0)
+    finally:
+        champion.gpu = real
+    assert done["finish_reason"] == "error" and done["error"]["code"] == "DEVICE"
+    assert alone["tokens"][: len(done["tokens"])] == done["tokens"]
+    # The engine recovers: the next request is answered normally.
+    assert chat(synth_engine, "hello world", "none", 0, max_tokens=10, temperature=0)["tokens"] == alone["tokens"]
+
+
+def test_cancellation_mid_round_then_the_next_request_matches_a_fresh_engine(gpu, synth_package, synth_engine):
+    from pyodide_app.native.loader import load_engine
+
+    request = {"messages": [{"role": "user", "content": "what is the capital of france?"}], "max_tokens": 14,
+               "temperature": 1.0, "seed": 11, "speculative": {"proposer": "neural", "k": 3}}
+    cancel = CancelToken()
+    real = synth_engine.draft_runtime
+
+    class CancelDuringDraft(FailingDraft):
+        def step(self, tokens, temperature, uniform):
+            self.steps += 1
+            if self.steps == 5:
+                cancel.cancel()  # the user presses stop while a round is in flight
+            return self.runtime.step(tokens, temperature, uniform)
+
+    synth_engine.draft_runtime = CancelDuringDraft(real, fail_at=0)
+    try:
+        events = list(synth_engine.chat(request, cancel))
+    finally:
+        synth_engine.draft_runtime = real
+    assert events[-1]["finish_reason"] == "cancelled"
+    after = list(synth_engine.chat(request))[-1]
+    fresh = list(load_engine(synth_package, context_limit=256, gpu=gpu).chat(request))[-1]
+    assert after["tokens"] == fresh["tokens"] and after["text"] == fresh["text"]
+
+
+def test_stop_strings_end_the_answer_and_are_not_shown(synth_engine):
+    full = chat(synth_engine, "hello world", "none", 0, max_tokens=20, temperature=0)
+    text = full["text"]
+    # A 3-character stop string of plain ASCII (random output also decodes invalid bytes to U+FFFD,
+    # which has no bytes in the token stream to match), occurring first after a few characters.
+    start = next(i for i in range(3, len(text) - 3) if text[i : i + 3].isascii() and text[i : i + 3].isprintable()
+                 and text.find(text[i : i + 3]) == i)
+    stop = text[start : start + 3]
+    done = chat(synth_engine, "hello world", "prompt_lookup", 4, max_tokens=20, temperature=0, stop=[stop])
+    assert done["finish_reason"] == "stop"
+    assert done["text"] == text[: text.find(stop)]
+
+
+def test_adaptive_k_is_reproducible(synth_engine):
+    first = chat(synth_engine, "the the the the the", "neural", 2, max_tokens=16, temperature=1.0, seed=5,
+                 speculative={"proposer": "neural", "k": 2, "adaptive": True})
+    second = chat(synth_engine, "the the the the the", "neural", 2, max_tokens=16, temperature=1.0, seed=5,
+                  speculative={"proposer": "neural", "k": 2, "adaptive": True})
+    assert first["tokens"] == second["tokens"]
+    assert first["speculative"]["proposed"] == second["speculative"]["proposed"]
+    assert first["speculative"]["adaptive"] is True
+
+
+def test_receipts_hold_no_prompt_or_output_text(synth_engine):
+    secret = "my password is hunter2zebra and my card is quartzmango"
+    done = chat(synth_engine, secret, "prompt_lookup", 4, max_tokens=16, temperature=1.0, seed=2)
+    receipt = json.dumps(done["receipt"], ensure_ascii=False)
+    for word in ("password", "hunter2zebra", "quartzmango"):
+        assert word not in receipt
+    text = done["text"]
+    for start in range(0, max(0, len(text) - 8)):  # no 8-character piece of the answer either
+        assert text[start : start + 8] not in receipt
+    tokens = synth_engine.tokenizer.encode(secret)
+    assert json.dumps(tokens)[1:-1] not in receipt and json.dumps(done["tokens"])[1:-1] not in receipt
+    assert done["receipt"]["counts"]["completion_tokens"] == len(done["tokens"])
+    assert set(done["receipt"]) >= {"champion_weights", "tokenizer", "chat_template", "sampling_policy", "accepted_histogram",
+                                    "timings_s", "failure_code", "fallback_code"}
+
+
+def test_cli_json_and_samples(synth_package):
+    result = subprocess.run(
+        [sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "hello world",
+         "--mode", "prompt_lookup", "--k", "3", "--temperature", "1", "--seed", "7", "--samples", "3", "--max-tokens", "6",
+         "--context", "128", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert [s["seed"] for s in out["samples"]] == [7, 8, 9]
+    assert all(len(s["tokens"]) == 6 for s in out["samples"])
+    assert out["stats"]["samples"] == 3 and out["stats"]["tokens_per_champion_call"] >= 1
+    bad = subprocess.run([sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "x",
+                          "--k", "99"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: k must be an integer in [0, 8], got 99"]
