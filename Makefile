@@ -9,6 +9,7 @@ setup:
 	@bash scripts/setup.sh
 
 run: setup
+	$(PY) -m build_tools site
 	$(PY) -m build_tools serve --port $(PORT)
 
 test: setup

@@ -113,6 +113,23 @@ def command_tokenize(args) -> None:
         print(json.dumps(tokenizer.encode(text)), flush=True)
 
 
+def command_site(args) -> None:
+    from .site import WEB, build_site
+    from .verify import verify_package
+
+    model = args.model
+    if model is None:  # the default package, built once into web/model and reused while it verifies
+        model = WEB / "model"
+        try:
+            verify_package(model)
+        except (ManifestError, OSError):
+            from .gguf_source import default_champion_path  # noqa: F401 - fails clearly if the model is missing
+
+            command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False))
+    site = build_site(model, args.out)
+    print(f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model {len(site['model_files'])} files)")
+
+
 def command_serve(args) -> None:
     from .serve import serve
 
@@ -143,6 +160,11 @@ def parser() -> argparse.ArgumentParser:
     tokenize.add_argument("--model", type=Path, required=True)
     tokenize.add_argument("--chat", action="store_true", help="each line is a JSON list of chat messages")
     tokenize.set_defaults(run=command_tokenize)
+
+    site = commands.add_parser("site", help="vendor the runtimes and a model package into the static site")
+    site.add_argument("--model", type=Path, help="package folder (default: build the default package into web/model)")
+    site.add_argument("--out", type=Path, default=ROOT / "web")
+    site.set_defaults(run=command_site)
 
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)

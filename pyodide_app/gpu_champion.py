@@ -105,7 +105,9 @@ class GPUChampion:
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
         self.steps = self._build_steps()
         self.verify_step = self._verify_step()
+        self.verify_only = [self.verify_step]
         self.plans: dict[int, list[Dispatch]] = {}
+        self.verify_plans: dict[int, list[Dispatch]] = {}
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
         self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
         self._warm_up()
@@ -131,8 +133,8 @@ class GPUChampion:
             for part in entry["parts"]:
                 if part["shard"] not in shards:
                     shards = {part["shard"]: read_file(part["shard"])}  # keep one shard in memory at a time
-                data = shards[part["shard"]][part["offset"] : part["offset"] + part["bytes"]]
-                self.gpu.write_buffer(buffer, offset, _pad4(data))
+                data = byte_range(shards[part["shard"]], part["offset"], part["offset"] + part["bytes"])
+                self.gpu.write_buffer(buffer, offset, data)
                 offset += part["bytes"]
             buffers[name] = buffer
         return buffers
@@ -241,6 +243,12 @@ class GPUChampion:
         pipeline = self.pipelines["verify"]
         return Dispatch(pipeline, self.gpu.create_bind_group(pipeline, [Binding(b) for b in buffers], "verify"), (1, 1, 1), "verify")
 
+    def verify_plan(self, rows: int) -> list[Dispatch]:
+        """plan(rows) + the verify kernel, built once per T (bindings replay plans by identity)."""
+        if rows not in self.verify_plans:
+            self.verify_plans[rows] = self.plan(rows) + [self.verify_step]
+        return self.verify_plans[rows]
+
     def plan(self, rows: int) -> list[Dispatch]:
         if not 1 <= rows <= self.t_max:
             raise ValueError(f"{rows} rows; the champion was built for 1..{self.t_max}")
@@ -292,7 +300,7 @@ class GPUChampion:
         rows = self._prepare_verify(request)
         self.kv_tokens = self.kv_tokens[:c]  # rows from c are unknown until the submit completes
         try:
-            self.gpu.submit(self.plan(rows) + [self.verify_step])
+            self.gpu.submit(self.verify_plan(rows))
             decision = self._read_decision()
         except (TargetNumericError, ResidualMassError, DraftNumericError):
             raise
@@ -311,7 +319,7 @@ class GPUChampion:
         for row in logits_rows:
             data.extend(row)
         self.gpu.write_buffer(self.logits, 0, data.tobytes())
-        self.gpu.submit([self.verify_step])  # no forward: the KV cache is untouched
+        self.gpu.submit(self.verify_only)  # no forward: the KV cache is untouched
         return self._read_decision()
 
     def _prepare_verify(self, request: VerifyRequest) -> int:
@@ -366,18 +374,26 @@ class GPUChampion:
                 raise ValueError("reduced draft rows of a round must share one id map")
             self.gpu.write_buffer(self.id_map, 0, array("I", ids).tobytes())
         if kind in (1, 2):
-            self.gpu.write_buffer(self.q_rows, 0, b"".join(f32_bytes(row.probs) for row in rows))
+            width = self.vocab_size if kind == 1 else len(rows[0].ids)
+            for i, row in enumerate(rows):
+                self.gpu.write_buffer(self.q_rows, i * width * 4, f32_data(row.probs))
         return kind
 
 
-def f32_bytes(values) -> bytes:
-    """float32 bytes of a q row: zero-copy for arrays that already hold f32 (numpy, array('f'))."""
-    if getattr(values, "dtype", None) is not None and str(values.dtype) == "float32":
-        return values.tobytes()
-    if isinstance(values, array) and values.typecode == "f":
-        return values.tobytes()
-    return array("f", values).tobytes()
+def f32_data(values):
+    """A q row as write_buffer data: f32 bytes of Python lists, array('f') and numpy rows; anything
+    else (a JS Float32Array in the browser) passes through untouched, so it is never copied here."""
+    if isinstance(values, (list, tuple)):
+        return array("f", values).tobytes()
+    if isinstance(values, array):
+        return values.tobytes() if values.typecode == "f" else array("f", values).tobytes()
+    if getattr(values, "dtype", None) is not None:
+        return values.astype("float32").tobytes() if str(values.dtype) != "float32" else values.tobytes()
+    return values
 
 
-def _pad4(data: bytes) -> bytes:
-    return data if len(data) % 4 == 0 else data + b"\0" * (-len(data) % 4)
+def byte_range(data, start: int, end: int):
+    """data[start:end] for bytes-like shards; a zero-copy subarray for JS Uint8Arrays (browser)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return memoryview(data)[start:end]
+    return data.subarray(start, end)

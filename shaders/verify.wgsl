@@ -57,9 +57,7 @@ fn reduce_sum(lane: u32, value: f32) -> f32 {
         if (lane < stride) { red_f[lane] += red_f[lane + stride]; }
         workgroupBarrier();
     }
-    let total = red_f[0];
-    workgroupBarrier();
-    return total;
+    return workgroupUniformLoad(&red_f[0]);  // uniform: results steer control flow (Tint checks this)
 }
 
 fn reduce_max(lane: u32, value: f32) -> f32 {
@@ -69,9 +67,7 @@ fn reduce_max(lane: u32, value: f32) -> f32 {
         if (lane < stride) { red_f[lane] = max(red_f[lane], red_f[lane + stride]); }
         workgroupBarrier();
     }
-    let top = red_f[0];
-    workgroupBarrier();
-    return top;
+    return workgroupUniformLoad(&red_f[0]);
 }
 
 fn reduce_count(lane: u32, value: u32) -> u32 {
@@ -81,9 +77,7 @@ fn reduce_count(lane: u32, value: u32) -> u32 {
         if (lane < stride) { red_u[lane] += red_u[lane + stride]; }
         workgroupBarrier();
     }
-    let total = red_u[0];
-    workgroupBarrier();
-    return total;
+    return workgroupUniformLoad(&red_u[0]);
 }
 
 // Exclusive prefix over lanes, in lane order (lane 0 adds sequentially: deterministic).
@@ -189,9 +183,7 @@ fn reduce_max_index(lane: u32, value: u32) -> u32 {
         if (lane < stride) { red_u[lane] = max(red_u[lane], red_u[lane + stride]); }
         workgroupBarrier();
     }
-    let top = red_u[0];
-    workgroupBarrier();
-    return top;
+    return workgroupUniformLoad(&red_u[0]);
 }
 
 // Keep the k largest scaled logits (ties: lowest index); the rest become NEG_BIG.

@@ -30,7 +30,10 @@ class WgpuDevice:
     def create_buffer(self, size: int, label: str, uniform: bool = False):
         return self.device.create_buffer(size=max(16, (size + 3) // 4 * 4), usage=UNIFORM if uniform else STORAGE, label=label)
 
-    def write_buffer(self, buffer, offset: int, data: bytes) -> None:
+    def write_buffer(self, buffer, offset: int, data) -> None:
+        data = memoryview(data).cast("B")
+        if len(data) % 4:  # WebGPU writes whole 4-byte words
+            data = bytes(data) + b"\0" * (-len(data) % 4)
         self.device.queue.write_buffer(buffer, offset, data)
 
     def create_pipeline(self, code: str, entry_point: str, label: str):

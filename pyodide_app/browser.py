@@ -1,0 +1,126 @@
+"""Browser glue (runs inside Pyodide in the worker): the JS GPU helper and draft runner behind the
+same Python interfaces as the native bindings, and the chat entry point the worker calls.
+
+JS promises (GPU read-back, onnxruntime-web runs) are awaited with pyodide.ffi.run_sync, which
+needs JSPI and an entry through `callPromising` (worker.js does both). `js` and `pyodide` are
+imported lazily so this module also imports in CPython (tests check every module does).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from .acceptance import FullRow, ReducedRow
+from .chat_template import ChatTemplate
+from .engine import Engine
+from .gpu_champion import GPUChampion
+from .orchestrator import CancelToken
+from .tokenizer import Tokenizer
+
+
+def _ffi():
+    from pyodide import ffi  # type: ignore[import-not-found]
+
+    return ffi
+
+
+class BrowserGPU:
+    """GPUDevice on web/gpu.js's GpuHelper."""
+
+    def __init__(self, helper: Any):
+        self.helper = helper
+        self.adapter_name = str(helper.adapterName)
+        self.limits = {k: int(v) for k, v in helper.limits().to_py().items()}
+        self._plans: dict[int, tuple[list, int]] = {}  # id(plan list) -> (the list, JS plan id)
+
+    def create_buffer(self, size: int, label: str, uniform: bool = False):
+        return self.helper.createBuffer(size, label, uniform)
+
+    def write_buffer(self, buffer, offset: int, data) -> None:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = _ffi().to_js(memoryview(data))  # a Uint8Array copy of small host data
+        self.helper.writeBuffer(buffer, offset, data)  # JS arrays (weights, q rows) pass zero-copy
+
+    def create_pipeline(self, code: str, entry_point: str, label: str):
+        return self.helper.createPipeline(code, entry_point, label)
+
+    def create_bind_group(self, pipeline, bindings, label: str):
+        rows = [[b.buffer, b.offset, b.size] for b in bindings]
+        return self.helper.createBindGroup(pipeline, _ffi().to_js(rows), label)
+
+    def submit(self, plan) -> None:
+        known = self._plans.get(id(plan))
+        if known is None or known[0] is not plan:
+            steps = [[d.pipeline, d.bind_group, *d.workgroups] for d in plan]
+            known = (plan, self.helper.registerPlan(_ffi().to_js(steps)))
+            self._plans[id(plan)] = known
+        self.helper.submitPlan(known[1])
+
+    def read_buffer(self, buffer, offset: int, size: int) -> bytes:
+        return _ffi().run_sync(self.helper.readBuffer(buffer, offset, size)).to_bytes()
+
+
+class BrowserDraftRuntime:
+    """DraftRuntime on web/draft.js's DraftRunner (onnxruntime-web)."""
+
+    def __init__(self, runner: Any, entry: dict):
+        self.runner = runner
+        self.vocab_size = entry["config"]["vocab_size"]
+        self.id_map = None if entry.get("id_map") is None else tuple(entry["id_map"])
+        self.cached: list[int] = []
+
+    def reset(self) -> None:
+        self.runner.reset()
+        self.cached = []
+
+    def truncate(self, length: int) -> None:
+        if length < len(self.cached):
+            self.runner.truncate(length)
+            self.cached = self.cached[:length]
+
+    def step(self, tokens: Sequence[int], temperature: float, uniform: float):
+        result = _ffi().run_sync(self.runner.step(_ffi().to_js(list(tokens)), temperature, uniform))
+        self.cached.extend(tokens)
+        probs = result.probs  # a JS Float32Array: it reaches the GPU without a Python copy
+        row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
+        return int(result.token), row
+
+
+class JsCancel(CancelToken):
+    """Cancellation flag owned by JS (the worker sets state.cancelled when the user presses stop)."""
+
+    def __init__(self, state: Any):
+        self.state = state
+
+    @property
+    def requested(self) -> bool:
+        return bool(self.state.cancelled)
+
+
+def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
+                  context_limit: int) -> Engine:
+    """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker)."""
+    manifest = json.loads(manifest_json)
+    gpu = BrowserGPU(gpu_helper)
+    champion = GPUChampion(gpu, manifest, lambda name: files.get(name), lambda name: str(shaders.get(name)),
+                           k_max=k_max, context_limit=context_limit)
+    tokenizer = Tokenizer.from_json(files.get(manifest["tokenizer"]).to_bytes().decode("utf-8"))
+    template = ChatTemplate.from_jinja(files.get(manifest["chat_template"]).to_bytes().decode("utf-8"))
+    draft = None
+    if draft_runner is not None and manifest.get("draft"):
+        draft = BrowserDraftRuntime(draft_runner, manifest["draft"])
+    return Engine(champion, tokenizer, template, manifest, draft, k_max)
+
+
+def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:
+    """Stream one answer: post(event_json) per event. Errors in the request become an error event."""
+    from .errors import SpecChatError
+
+    try:
+        events = engine.chat(json.loads(request_json), JsCancel(state))
+    except SpecChatError as error:
+        post(json.dumps({"type": "rejected", "code": error.code, "message": str(error)}))
+        return
+    for event in events:
+        post(json.dumps(event))

@@ -1,0 +1,240 @@
+// app.js — the page: chat with streamed answers, settings (persisted), Compare with charts, load and
+// error screens. All model work happens in worker.js; this file only talks to it by messages.
+import { renderMarkdown } from "./markdown.js";
+import { survivalChart, timeChart } from "./charts.js";
+
+const DEFAULTS = { proposer: "prompt_lookup", k: 4, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
+  repetition_penalty: 1, seed: 0, max_tokens: 256 };
+const STORAGE_KEY = "spec-chat-settings";
+const PROPOSERS = ["none", "prompt_lookup", "neural"];
+const $ = (id) => document.getElementById(id);
+
+const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
+const pending = new Map();  // chat id -> {onEvent, resolve}
+let nextId = 1;
+let busy = false;
+let info = null;
+let messages = [];  // the conversation sent to the model: [{role, content}]
+
+// ---- settings -----------------------------------------------------------------------------------------
+function loadSettings() {
+  try { return { ...DEFAULTS, ...JSON.parse(localStorage.getItem(STORAGE_KEY) || "{}") }; } catch { return { ...DEFAULTS }; }
+}
+
+function readSettings() {
+  const form = $("settings-form");
+  const s = {};
+  for (const [key, fallback] of Object.entries(DEFAULTS)) {
+    const input = form.elements[key];
+    s[key] = typeof fallback === "boolean" ? input.checked : typeof fallback === "number" ? Number(input.value) : input.value;
+  }
+  return s;
+}
+
+function validate(s) {
+  const kMax = info?.kMax ?? 8;
+  if (!Number.isInteger(s.k) || s.k < 1 || s.k > kMax) return `k must be a whole number from 1 to ${kMax}`;
+  if (!(s.temperature >= 0)) return "temperature must be 0 or more";
+  if (!(s.top_p > 0 && s.top_p <= 1)) return "top-p must be in (0, 1]";
+  if (!Number.isInteger(s.top_k) || s.top_k < 0) return "top-k must be a whole number, 0 or more";
+  if (!(s.repetition_penalty > 0)) return "repetition penalty must be above 0";
+  if (!Number.isInteger(s.seed) || s.seed < 0) return "seed must be a whole number, 0 or more";
+  if (!Number.isInteger(s.max_tokens) || s.max_tokens < 1) return "max tokens must be a whole number, 1 or more";
+  return null;
+}
+
+function showSettings(s) {
+  const form = $("settings-form");
+  for (const [key, value] of Object.entries(s)) {
+    const input = form.elements[key];
+    if (input.type === "checkbox") input.checked = value; else input.value = value;
+  }
+}
+
+function settingsChanged() {
+  const s = readSettings();
+  const problem = validate(s);
+  $("settings-error").hidden = !problem;
+  $("settings-error").textContent = problem || "";
+  if (!problem) localStorage.setItem(STORAGE_KEY, JSON.stringify(s));
+}
+
+function request(s, conversation, overrides = {}) {
+  const merged = { ...s, ...overrides };
+  return {
+    messages: conversation, max_tokens: merged.max_tokens, temperature: merged.temperature, top_p: merged.top_p,
+    top_k: merged.top_k, repetition_penalty: merged.repetition_penalty, seed: merged.seed,
+    speculative: { proposer: merged.proposer, k: merged.proposer === "none" ? 0 : merged.k, adaptive: merged.adaptive },
+  };
+}
+
+// ---- worker protocol -----------------------------------------------------------------------------------
+function runChat(req, onEvent) {
+  const id = nextId++;
+  return new Promise((resolve) => {
+    pending.set(id, { onEvent, resolve });
+    worker.postMessage({ type: "chat", id, request: req });
+  });
+}
+
+worker.onmessage = ({ data }) => {
+  if (data.type === "progress") {
+    const bar = $(`progress-${data.phase}`);
+    bar.max = data.total || 1;
+    bar.value = data.done;
+    $("loading-detail").textContent = data.label || "";
+  } else if (data.type === "ready") {
+    info = data.info;
+    $("loading").hidden = true;
+    $("backend").textContent = `${info.backend}: ${info.adapter}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
+    setBusy(false);
+  } else if (data.type === "fatal") {
+    $("loading").hidden = true;
+    $("fatal").hidden = false;
+    $("fatal-message").textContent = data.message;
+    setBusy(true);
+  } else if (data.type === "event") {
+    pending.get(data.id)?.onEvent(data.event);
+  } else if (data.type === "chat-end") {
+    pending.get(data.id)?.resolve();
+    pending.delete(data.id);
+  }
+};
+
+// ---- chat ----------------------------------------------------------------------------------------------
+function setBusy(value) {
+  busy = value;
+  $("input").disabled = value || !info;
+  $("send").disabled = value || !info;
+  $("stop").disabled = !value || !info;
+  $("compare").disabled = value || !info;
+}
+
+function bubble(role, text = "") {
+  const element = document.createElement("div");
+  element.className = `message ${role}`;
+  if (role === "user") element.textContent = text;
+  $("log").append(element);
+  element.scrollIntoView({ block: "end" });
+  return element;
+}
+
+function statsLine(done) {
+  const s = done.speculative;
+  const rate = s.tokens_per_second ? `${s.tokens_per_second.toFixed(2)} tokens/s` : "";
+  return `${done.usage.completion_tokens} tokens · ${rate} · ${s.tokens_per_champion_call.toFixed(2)} tokens per champion call · ` +
+    `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""} · ${done.finish_reason}`;
+}
+
+async function send(text) {
+  const s = loadSettings();
+  messages.push({ role: "user", content: text });
+  bubble("user", text);
+  const answer = bubble("assistant");
+  const body = document.createElement("div");
+  answer.append(body);
+  let shown = "";
+  setBusy(true);
+  await runChat(request(s, messages), (event) => {
+    if (event.type === "delta") {
+      shown += event.text;
+      renderMarkdown(shown, body);
+      answer.scrollIntoView({ block: "end" });
+    } else if (event.type === "done") {
+      answer.dataset.tokens = JSON.stringify(event.tokens);  // for tests and the curious: the exact token ids
+      answer.dataset.finish = event.finish_reason;
+      const stats = document.createElement("div");
+      stats.className = "stats";
+      stats.textContent = statsLine(event);
+      answer.append(stats);
+      if (event.error) appendError(answer, `${event.error.message} (${event.error.code})`);
+      if (event.finish_reason === "cancelled") appendError(answer, "stopped");
+      if (shown) messages.push({ role: "assistant", content: event.text });
+      else messages.pop();  // nothing was answered: forget the question
+    } else if (event.type === "rejected") {
+      appendError(answer, event.message);
+      messages.pop();
+    }
+  });
+  setBusy(false);
+  $("input").focus();
+}
+
+function appendError(element, text) {
+  const note = document.createElement("div");
+  note.className = "error";
+  note.textContent = text;
+  element.append(note);
+}
+
+// ---- compare -------------------------------------------------------------------------------------------
+async function compare() {
+  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
+  if (lastUser < 0) { $("settings-error").hidden = false; $("settings-error").textContent = "Ask something first: Compare reruns the last prompt."; return; }
+  const conversation = messages.slice(0, lastUser + 1);
+  const s = loadSettings();
+  setBusy(true);
+  const results = [];
+  for (const proposer of PROPOSERS) {
+    if (proposer === "neural" && !info.draft) continue;
+    let done = null;
+    await runChat(request(s, conversation, { proposer, temperature: 0 }), (event) => { if (event.type === "done") done = event; });
+    if (done) results.push(done);
+  }
+  setBusy(false);
+  showComparison(results);
+}
+
+function showComparison(results) {
+  const base = results.find((r) => r.speculative.proposer === "none");
+  const table = $("compare-table");
+  table.replaceChildren();
+  const head = table.insertRow();
+  for (const title of ["proposer", "tokens/s", "speed-up vs none", "tokens/call", "accepted", "draft s", "verify s", "other s"]) {
+    head.append(Object.assign(document.createElement("th"), { textContent: title }));
+  }
+  for (const r of results) {
+    const s = r.speculative;
+    const speedup = base && base.speculative.tokens_per_second ? s.tokens_per_second / base.speculative.tokens_per_second : null;
+    const row = table.insertRow();
+    row.dataset.proposer = s.proposer;
+    for (const value of [s.proposer + (s.proposer === "none" ? "" : ` (k=${s.k})`), s.tokens_per_second?.toFixed(2), speedup?.toFixed(2) + "×",
+      s.tokens_per_champion_call.toFixed(2), s.proposed ? `${s.accepted}/${s.proposed}` : "—",
+      s.time_s.draft.toFixed(2), s.time_s.verify.toFixed(2), s.time_s.other.toFixed(2)]) {
+      row.insertCell().textContent = value ?? "—";
+    }
+  }
+  const same = results.every((r) => JSON.stringify(r.tokens) === JSON.stringify(results[0].tokens));
+  $("compare-identity").textContent = same
+    ? `Greedy outputs identical across ${results.length} proposers (${results[0]?.tokens.length ?? 0} tokens).`
+    : "Greedy outputs DIFFER — this is a bug: speculation must not change the answer.";
+  $("compare-identity").className = same ? "" : "error";
+  survivalChart($("survival-chart"), results.filter((r) => r.speculative.proposer !== "none")
+    .map((r) => ({ name: r.speculative.proposer, values: r.speculative.survival })));
+  timeChart($("time-chart"), results.map((r) => ({ name: r.speculative.proposer, ...r.speculative.time_s })));
+  $("compare-results").hidden = false;
+}
+
+// ---- wiring --------------------------------------------------------------------------------------------
+showSettings(loadSettings());
+$("settings-form").addEventListener("input", settingsChanged);
+$("open-settings").onclick = () => { $("settings").hidden = false; };
+$("close-settings").onclick = () => { $("settings").hidden = true; };
+$("compare").onclick = compare;
+$("new-chat").onclick = () => { if (!busy) { messages = []; $("log").replaceChildren(); } };
+$("stop").onclick = () => worker.postMessage({ type: "stop" });
+$("reload").onclick = () => location.reload();
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("input").value.trim();
+  if (!text || busy) return;
+  $("input").value = "";
+  send(text);
+});
+$("input").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
+});
+setBusy(false);
+const params = new URLSearchParams(location.search);
+worker.postMessage({ type: "load", kMax: 8, context: Number(params.get("context")) || 2048 });
+if ("serviceWorker" in navigator && !params.has("nosw")) navigator.serviceWorker.register("sw.js").catch(() => {});

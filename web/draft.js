@@ -1,0 +1,63 @@
+// draft.js — the package's draft ONNX on onnxruntime-web (wasm backend), with its own KV cache.
+// The browser twin of pyodide_app/native/onnx_draft.py; pyodide_app/browser.py drives it.
+// step() feeds tokens after the cached ones and returns the graph's sampled token and its q row
+// (a Float32Array that goes to the GPU without passing through Python lists).
+
+export class DraftRunner {
+  static async create(ort, modelBytes, entry) {
+    const session = await ort.InferenceSession.create(modelBytes, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+    return new DraftRunner(ort, session, entry);
+  }
+
+  constructor(ort, session, entry) {
+    this.ort = ort;
+    this.session = session;
+    const c = entry.config;
+    this.layers = c.n_layers;
+    this.kvHeads = c.n_kv_heads;
+    this.headDim = c.head_dim;
+    this.reset();
+  }
+
+  reset() {
+    this.past = {};
+    for (let i = 0; i < this.layers; i++) {
+      for (const kind of ["key", "value"]) {
+        this.past[`past_${kind}_${i}`] = { data: new Float32Array(0), length: 0 };
+      }
+    }
+    this.length = 0;
+  }
+
+  // Keep the first `length` cached rows (logical rollback: the arrays are sliced on the next step).
+  truncate(length) {
+    this.length = Math.min(this.length, length);
+  }
+
+  tensor(name) {
+    const { data } = this.past[name];
+    const rowFloats = this.headDim;
+    const full = data.length / (this.kvHeads * rowFloats);  // rows held per head
+    if (full === this.length) return new this.ort.Tensor("float32", data, [1, this.kvHeads, this.length, this.headDim]);
+    const out = new Float32Array(this.kvHeads * this.length * rowFloats);  // [1, heads, rows, dim]: copy the kept rows
+    for (let h = 0; h < this.kvHeads; h++) {
+      out.set(data.subarray(h * full * rowFloats, (h * full + this.length) * rowFloats), h * this.length * rowFloats);
+    }
+    return new this.ort.Tensor("float32", out, [1, this.kvHeads, this.length, this.headDim]);
+  }
+
+  async step(tokens, temperature, uniform) {
+    const feeds = {
+      input_ids: new this.ort.Tensor("int64", BigInt64Array.from(tokens, (t) => BigInt(t)), [1, tokens.length]),
+      temperature: new this.ort.Tensor("float32", Float32Array.of(temperature), [1]),
+      uniform: new this.ort.Tensor("float32", Float32Array.of(uniform), [1]),
+    };
+    for (const name of Object.keys(this.past)) feeds[name] = this.tensor(name);
+    const out = await this.session.run(feeds);
+    for (const name of Object.keys(this.past)) {
+      this.past[name] = { data: out[name.replace("past", "present")].data };
+    }
+    this.length += tokens.length;
+    return { token: Number(out.token.data[0]), probs: out.probs.data };
+  }
+}

@@ -1,0 +1,122 @@
+// gpu.js — the browser binding of pyodide_app's GPUDevice interface (see pyodide_app/gpu.py), on navigator.gpu.
+// Python calls these methods through Pyodide's FFI. A dispatch plan is registered once and replayed by
+// one submitPlan() call per forward, so a round costs a handful of FFI calls, not one per dispatch.
+
+const LIMIT_NAMES = {
+  "max-storage-buffer-binding-size": "maxStorageBufferBindingSize",
+  "max-storage-buffers-per-shader-stage": "maxStorageBuffersPerShaderStage",
+  "max-compute-invocations-per-workgroup": "maxComputeInvocationsPerWorkgroup",
+  "max-compute-workgroup-storage-size": "maxComputeWorkgroupStorageSize",
+  "max-compute-workgroups-per-dimension": "maxComputeWorkgroupsPerDimension",
+  "max-uniform-buffers-per-shader-stage": "maxUniformBuffersPerShaderStage",
+  "max-buffer-size": "maxBufferSize",
+};
+const PORTABLE_BINDING = 128 * 1024 * 1024;
+
+export class GpuHelper {
+  static async create() {
+    if (!navigator.gpu) throw new Error("WebGPU is not available in this browser");
+    const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+    if (!adapter) throw new Error("no WebGPU adapter");
+    const binding = Math.min(adapter.limits.maxStorageBufferBindingSize, PORTABLE_BINDING);
+    const device = await adapter.requestDevice({
+      requiredLimits: {
+        maxStorageBufferBindingSize: binding,
+        maxBufferSize: Math.min(adapter.limits.maxBufferSize, Math.max(binding, 256 * 1024 * 1024)),
+        maxStorageBuffersPerShaderStage: Math.min(adapter.limits.maxStorageBuffersPerShaderStage, 8),
+        maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize,
+      },
+    });
+    const info = adapter.info || {};
+    const name = [info.vendor, info.architecture, info.device, info.description].filter(Boolean).join(" ") || "WebGPU adapter";
+    return new GpuHelper(device, name);
+  }
+
+  constructor(device, adapterName) {
+    this.device = device;
+    this.adapterName = adapterName;
+    this.plans = [];
+    this.staging = new Map();  // size -> mappable buffer, reused
+    this.lostInfo = null;
+    device.lost.then((info) => { this.lostInfo = info; });
+    device.addEventListener?.("uncapturederror", (event) => { this.lastError = event.error?.message || String(event.error); });
+  }
+
+  limits() {
+    const out = {};
+    for (const [python, js] of Object.entries(LIMIT_NAMES)) out[python] = this.device.limits[js];
+    return out;
+  }
+
+  check() {
+    if (this.lostInfo) throw new Error(`GPU device lost: ${this.lostInfo.message || this.lostInfo.reason}`);
+  }
+
+  createBuffer(size, label, uniform) {
+    const usage = uniform
+      ? GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST
+      : GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    return this.device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage, label });
+  }
+
+  // data: a typed array or ArrayBuffer (zero-copy from Python for JS-backed arrays); padded to 4 bytes.
+  writeBuffer(buffer, offset, data) {
+    let bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength % 4) {
+      const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+      padded.set(bytes);
+      bytes = padded;
+    }
+    this.device.queue.writeBuffer(buffer, offset, bytes);
+  }
+
+  createPipeline(code, entryPoint, label) {
+    const module = this.device.createShaderModule({ code, label });
+    return this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint }, label });
+  }
+
+  // bindings: [[buffer, offset, size | null], ...] for @binding(0..n-1) of @group(0)
+  createBindGroup(pipeline, bindings, label) {
+    const entries = bindings.map(([buffer, offset, size], binding) => ({
+      binding, resource: { buffer, offset, size: size ?? buffer.size - offset },
+    }));
+    return this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+  }
+
+  // steps: [[pipeline, bindGroup, x, y, z], ...] -> plan id
+  registerPlan(steps) {
+    this.plans.push(steps.map((s) => ({ pipeline: s[0], bindGroup: s[1], x: s[2], y: s[3], z: s[4] })));
+    return this.plans.length - 1;
+  }
+
+  submitPlan(id) {
+    this.check();
+    const encoder = this.device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    for (const step of this.plans[id]) {
+      pass.setPipeline(step.pipeline);
+      pass.setBindGroup(0, step.bindGroup);
+      pass.dispatchWorkgroups(step.x, step.y, step.z);
+    }
+    pass.end();
+    this.device.queue.submit([encoder.finish()]);
+  }
+
+  async readBuffer(buffer, offset, size) {
+    this.check();
+    const bytes = Math.ceil(size / 4) * 4;
+    let staging = this.staging.get(bytes);
+    if (!staging) {
+      staging = this.device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      this.staging.set(bytes, staging);
+    }
+    const encoder = this.device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, offset, staging, 0, bytes);
+    this.device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const copy = new Uint8Array(staging.getMappedRange().slice(0, size));
+    staging.unmap();
+    this.check();
+    return copy;
+  }
+}
