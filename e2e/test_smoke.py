@@ -100,3 +100,31 @@ def test_page_works_offline_after_the_first_visit(playwright_instance, site_url,
     finally:
         browser.close()
     assert foreign == []
+
+
+def test_a_corrupted_shard_is_refused_with_a_visible_message(playwright_instance, tmp_path, synth_model):
+    import shutil
+    import threading
+
+    from build_tools.serve import make_server
+    from build_tools.site import build_site
+
+    site = tmp_path / "site"
+    build_site(synth_model, site)
+    shard = site / "model" / "champion-000.bin"
+    data = bytearray(shard.read_bytes())
+    data[1000] ^= 0x10
+    shard.write_bytes(bytes(data))
+    server = make_server(site, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    browser = launch(playwright_instance, "chromium")
+    try:
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/?nosw")
+        page.wait_for_selector("#fatal:not([hidden])", timeout=120_000)
+        message = page.text_content("#fatal-message")
+        assert "champion-000.bin" in message and "sha256" in message
+    finally:
+        browser.close()
+        server.shutdown()
+    shutil.rmtree(site)
