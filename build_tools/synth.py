@@ -13,7 +13,7 @@ from collections import Counter
 import numpy as np
 
 from pyodide_app.manifest import ModelConfig
-from pyodide_app.tokenizer import BYTE_TO_CHAR, TOKEN_TYPE_CONTROL, gpt2_split, split_digits
+from pyodide_app.tokenizer import BYTE_TO_CHAR, TOKEN_TYPE_CONTROL, gpt2_split, merge_pair, split_digits
 
 from .source import ModelSource, Tensor, layer_tensor_names, quantize
 
@@ -49,20 +49,8 @@ def train_bpe(corpus: str, merges: int) -> tuple[list[str], list[str]]:
         best = max(pairs, key=lambda pair: (pairs[pair], pair))
         rules.append(f"{best[0]} {best[1]}")
         learned.append(best[0] + best[1])
-        words = Counter({_merge(word, best): count for word, count in words.items()})
+        words = Counter({tuple(merge_pair(word, best)): count for word, count in words.items()})
     return learned, rules
-
-
-def _merge(word: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
-    out, i = [], 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            out.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return tuple(out)
 
 
 def tiny_tokenizer() -> dict:

@@ -106,6 +106,19 @@ def split_digits(text: str) -> list[str]:
     return pieces
 
 
+def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> list[str]:
+    """Merge every occurrence of `pair`, left to right (one BPE step)."""
+    merged, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            merged.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            merged.append(symbols[i])
+            i += 1
+    return merged
+
+
 class Tokenizer:
     def __init__(self, tokens: Sequence[str], merges: Sequence[str], special_ids: Iterable[int], pre_tokenizer: str = "smollm"):
         if pre_tokenizer not in PRE_TOKENIZERS:
@@ -184,15 +197,7 @@ class Tokenizer:
                     best_rank, best = rank, pair
             if best is None:
                 break
-            merged, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    merged.append(symbols[i] + symbols[i + 1])
-                    i += 2
-                else:
-                    merged.append(symbols[i])
-                    i += 1
-            symbols = merged
+            symbols = merge_pair(symbols, best)
         return symbols
 
     # -- decoding ----------------------------------------------------------

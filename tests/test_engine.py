@@ -197,26 +197,25 @@ class FailingDraft:
         return self.runtime.step(tokens, temperature, uniform)
 
 
-def test_draft_failure_before_the_first_token_falls_back_silently(synth_engine):
-    alone = chat(synth_engine, "hello world", "none", 0, max_tokens=12, temperature=0)
-    real = synth_engine.draft_runtime
-    synth_engine.draft_runtime = FailingDraft(real, fail_at=1)
+def with_failing_draft(engine, fail_at: int, max_tokens: int) -> tuple[dict, dict]:
+    """(champion-alone answer, neural answer whose draft runtime crashes on its fail_at-th step)."""
+    alone = chat(engine, "hello world", "none", 0, max_tokens=max_tokens, temperature=0)
+    real = engine.draft_runtime
+    engine.draft_runtime = FailingDraft(real, fail_at)
     try:
-        done = chat(synth_engine, "hello world", "neural", 4, max_tokens=12, temperature=0)
+        return alone, chat(engine, "hello world", "neural", 4, max_tokens=max_tokens, temperature=0)
     finally:
-        synth_engine.draft_runtime = real
+        engine.draft_runtime = real
+
+
+def test_draft_failure_before_the_first_token_falls_back_silently(synth_engine):
+    alone, done = with_failing_draft(synth_engine, fail_at=1, max_tokens=12)
     assert done["tokens"] == alone["tokens"] and done["finish_reason"] == "length" and done["error"] is None
     assert done["receipt"]["fallback_code"] == "DRAFT_RUNTIME"
 
 
 def test_draft_failure_after_output_is_a_visible_error_without_repeated_text(synth_engine):
-    alone = chat(synth_engine, "hello world", "none", 0, max_tokens=16, temperature=0)
-    real = synth_engine.draft_runtime
-    synth_engine.draft_runtime = FailingDraft(real, fail_at=9)
-    try:
-        done = chat(synth_engine, "hello world", "neural", 4, max_tokens=16, temperature=0)
-    finally:
-        synth_engine.draft_runtime = real
+    alone, done = with_failing_draft(synth_engine, fail_at=9, max_tokens=16)
     assert done["finish_reason"] == "error" and done["error"]["code"] == "DRAFT_RUNTIME"
     assert 0 < len(done["tokens"]) < 16
     assert alone["tokens"][: len(done["tokens"])] == done["tokens"]
