@@ -55,6 +55,12 @@ def export_draft(plan, path: Path) -> dict:
     return export_llama(plan.source, plan.n_layers, path)
 
 
+def export_fallback(source, path: Path) -> dict:
+    from .export_onnx import export_llama
+
+    return export_llama(source, source.config.n_layers, path, all_rows=True)
+
+
 def command_package(args) -> None:
     from .golden import golden_vectors
     from .gguf_source import default_champion_path
@@ -66,7 +72,7 @@ def command_package(args) -> None:
     champion = read_source(champion_spec)
     plan = draft_plan(None if draft_spec == "none" else draft_spec, champion)
     golden = None if args.no_golden else golden_vectors
-    manifest = build_package(champion, args.out, plan, export_draft, golden)
+    manifest = build_package(champion, args.out, plan, export_draft, golden, None if args.no_fallback else export_fallback)
     total = sum(f["bytes"] for f in manifest["files"].values())
     print(f"packaged {champion_spec} -> {args.out}: {len(manifest['files'])} files, {total / 2**20:.1f} MiB, "
           f"{time.perf_counter() - started:.1f} s")
@@ -86,7 +92,7 @@ def command_synth(args) -> None:
 
     champion, draft = synth_models(args.seed)
     plan = DraftPlan("model", draft, draft.config.n_layers, f"synthetic 1-layer draft (seed {args.seed})")
-    build_package(champion, args.out, plan, export_draft, lambda source: golden_vectors(source, steps=12))
+    build_package(champion, args.out, plan, export_draft, lambda source: golden_vectors(source, steps=12), export_fallback)
     print(f"synthetic package -> {args.out}")
 
 
@@ -125,7 +131,7 @@ def command_site(args) -> None:
         except (ManifestError, OSError):
             from .gguf_source import default_champion_path  # noqa: F401 - fails clearly if the model is missing
 
-            command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False))
+            command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
     site = build_site(model, args.out)
     print(f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model {len(site['model_files'])} files)")
 
@@ -145,6 +151,7 @@ def parser() -> argparse.ArgumentParser:
     package.add_argument("--draft", help=f"GGUF file, Hugging Face folder, self:N or none (default with the default champion: {DEFAULT_SELF_DRAFT})")
     package.add_argument("--out", type=Path, required=True)
     package.add_argument("--no-golden", action="store_true", help="skip the numpy golden vectors")
+    package.add_argument("--no-fallback", action="store_true", help="skip champion.onnx (the champion for browsers without WebGPU)")
     package.set_defaults(run=command_package)
 
     verify = commands.add_parser("verify", help="check hashes, schema and identities of a package")

@@ -86,9 +86,10 @@ class Graph:
 
 
 class LlamaExporter:
-    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None):
+    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None, all_rows: bool = False):
         self.source, self.config, self.n_layers = source, source.config, n_layers
         self.id_map = id_map
+        self.all_rows = all_rows  # also output all_logits [1, T, V'] (the no-WebGPU champion scores every row)
         self.g = Graph()
 
     def matmul(self, x: str, tensor: Tensor, hint: str) -> str:
@@ -181,9 +182,13 @@ class LlamaExporter:
             up = self.matmul(h, t("ffn_up"), f"l{i}_up")
             x = g.op("Add", [x, self.matmul(g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down")])
 
-        last = g.op("Gather", [x, g.op("Sub", [seq_len, one])], axis=1)  # [1, d_model]
-        last = self.rms_norm(last, self.source.require("output_norm.weight"))
-        self.head(last)
+        last_index = g.op("Sub", [seq_len, one])
+        if self.all_rows:
+            self.head(self.rms_norm(x, self.source.require("output_norm.weight")), last_index)
+            outputs.append(helper.make_tensor_value_info("all_logits", TensorProto.FLOAT, [1, "T", "V"]))
+        else:
+            last = g.op("Gather", [x, last_index], axis=1)  # [1, d_model]
+            self.head(self.rms_norm(last, self.source.require("output_norm.weight")))
         outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, "V"]) for n in ("logits", "probs")] + [
             helper.make_tensor_value_info("token", TensorProto.INT64, [1])
         ] + outputs
@@ -194,8 +199,9 @@ class LlamaExporter:
         model.producer_name = "spec-chat build_tools"
         return model
 
-    def head(self, hidden: str) -> None:
-        """Tied (or separate) head over the output vocabulary, then processing and sampling."""
+    def head(self, hidden: str, last_index: str | None = None) -> None:
+        """Tied (or separate) head over the output vocabulary, then processing and sampling.
+        With last_index, `hidden` holds every row: all_logits is the head over all rows and logits its last."""
         g, c = self.g, self.config
         if c.tied_embeddings and self.id_map is None:  # the embedding table itself, not a copy
             out_vocab, nb = c.vocab_size, c.d_model // BLOCK
@@ -207,7 +213,10 @@ class LlamaExporter:
             codes_name, scales_name = g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s")
         zero_points = np.full(out_vocab * nb, 128, np.uint8)
         inputs = [hidden, codes_name, scales_name, g.const(zero_points, "head_z")]
-        g.op("MatMulNBits", inputs, outputs=["logits"], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
+        head_out = "all_logits" if last_index is not None else "logits"
+        g.op("MatMulNBits", inputs, outputs=[head_out], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
+        if last_index is not None:
+            g.op("Gather", ["all_logits", last_index], outputs=["logits"], axis=1)
         zero = g.const(np.float32(0))
         sampling = g.op("Greater", ["temperature", zero])
         safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
@@ -226,11 +235,11 @@ class LlamaExporter:
             g.op("Gather", [g.const(self.id_map.astype(np.int64), "id_map"), index], outputs=["token"], axis=0)
 
 
-def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None) -> dict:
-    """Write the ONNX file; returns the manifest's draft entry (config, io names, vocabulary)."""
+def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False) -> dict:
+    """Write the ONNX file; returns the manifest entry (config, io names, vocabulary)."""
     if not 1 <= n_layers <= source.config.n_layers:
         raise SourceError(f"{source.origin}: draft needs 1..{source.config.n_layers} layers, got {n_layers}")
-    model = LlamaExporter(source, n_layers, id_map).build()
+    model = LlamaExporter(source, n_layers, id_map, all_rows).build()
     onnx.save(model, str(path))
     config = ModelConfig(**{**source.config.to_dict(), "n_layers": n_layers})
     return {
@@ -238,5 +247,5 @@ def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | 
         "output_vocab": int(source.config.vocab_size if id_map is None else len(id_map)),
         "id_map": None if id_map is None else [int(i) for i in id_map],
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
-        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"],
+        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"] + (["all_logits"] if all_rows else []),
     }

@@ -37,6 +37,7 @@ TOKENIZER_FILE = "tokenizer.json"
 TEMPLATE_FILE = "chat_template.jinja"
 GOLDEN_FILE = "golden.json"
 DRAFT_FILE = "draft.onnx"
+FALLBACK_FILE = "champion.onnx"  # the champion for browsers without WebGPU (all-row logits)
 
 
 @dataclass
@@ -179,6 +180,7 @@ def build_package(
     draft: DraftPlan | None = None,
     export_draft: Callable[[DraftPlan, Path], dict] | None = None,
     golden: Callable[[ModelSource], dict] | None = None,
+    export_fallback: Callable[[ModelSource, Path], dict] | None = None,
 ) -> dict:
     """Write the package to `out` atomically; returns the manifest."""
     out = Path(out)
@@ -190,7 +192,7 @@ def build_package(
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        manifest = _write_package(champion, names, staging, draft, export_draft, golden)
+        manifest = _write_package(champion, names, staging, draft, export_draft, golden, export_fallback)
         prepare_output(out, manifest["identity"])
         if out.exists():
             shutil.rmtree(out)
@@ -200,7 +202,7 @@ def build_package(
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _write_package(champion, names, folder: Path, draft, export_draft, golden) -> dict:
+def _write_package(champion, names, folder: Path, draft, export_draft, golden, export_fallback=None) -> dict:
     writer = ShardWriter(folder)
     tensors = {}
     try:
@@ -237,12 +239,18 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden) -
             "draft_special_tokens": theirs["special_tokens"],
             "draft_chat_template": sha256_hex(draft.source.chat_template.encode("utf-8")),
         })
+    fallback_entry = None
+    if export_fallback is not None:
+        fallback_entry = export_fallback(champion, folder / FALLBACK_FILE)
+        fallback_entry["onnx"] = FALLBACK_FILE
+        identity["fallback_weights"] = file_entry(folder / FALLBACK_FILE)["sha256"]
     manifest = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "source": Path(champion.origin).name,
         "champion": {"config": champion.config.to_dict(), "tensors": tensors},
         "draft": draft_entry,
+        "fallback": fallback_entry,
         "tokenizer": TOKENIZER_FILE,
         "chat_template": TEMPLATE_FILE,
         "generation": {

@@ -71,6 +71,9 @@ def check_identity(folder: Path, manifest: dict) -> None:
     draft = manifest.get("draft")
     if draft is not None and identity.get("draft_weights") != file_entry(folder / draft["onnx"])["sha256"]:
         raise ManifestError(draft["onnx"], "draft_weights identity does not match the file")
+    fallback = manifest.get("fallback")
+    if fallback is not None and identity.get("fallback_weights") != file_entry(folder / fallback["onnx"])["sha256"]:
+        raise ManifestError(fallback["onnx"], "fallback_weights identity does not match the file")
 
 
 def verify_package(folder: Path) -> dict:

@@ -15,7 +15,9 @@ from .wgpu_device import WgpuDevice
 SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
 
 
-def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, verify: bool = True) -> Engine:
+def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, verify: bool = True,
+                backend: str = "webgpu") -> Engine:
+    """backend "webgpu" (wgpu-py) or "cpu" (champion.onnx on onnxruntime, acceptance in Python)."""
     folder = Path(folder)
     if verify:
         from build_tools.verify import verify_package  # hashes, schema, identities: refuse a damaged package
@@ -23,8 +25,15 @@ def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, 
         manifest = verify_package(folder)
     else:
         manifest = json.loads((folder / "manifest.json").read_text())
-    champion = GPUChampion(gpu or WgpuDevice(), manifest, lambda name: (folder / name).read_bytes(),
-                           lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=k_max, context_limit=context_limit)
+    limit = min(context_limit or manifest["generation"]["context_limit"], manifest["generation"]["context_limit"])
+    if backend == "cpu":
+        from ..cpu_champion import CpuChampion
+        from .onnx_champion import open_runtime
+
+        champion = CpuChampion(open_runtime(folder, manifest), limit)
+    else:
+        champion = GPUChampion(gpu or WgpuDevice(), manifest, lambda name: (folder / name).read_bytes(),
+                               lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=k_max, context_limit=limit)
     tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
     draft = None

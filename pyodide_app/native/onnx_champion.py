@@ -1,0 +1,29 @@
+"""ChampionRuntime on onnxruntime (native): the package's champion.onnx (all-row logits) with a KV cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .onnx_draft import OnnxDraftRuntime
+
+
+class OnnxChampionRuntime(OnnxDraftRuntime):
+    def run(self, tokens: Sequence[int]) -> list[list[float]]:
+        feeds = {
+            "input_ids": np.asarray([list(tokens)], np.int64),
+            "temperature": np.zeros(1, np.float32),
+            "uniform": np.ones(1, np.float32),
+            **self.past,
+        }
+        out = dict(zip(self.outputs, self.session.run(None, feeds)))
+        self.past = {name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")}
+        self.cached.extend(tokens)
+        return out["all_logits"][0].astype(np.float64).tolist()
+
+
+def open_runtime(folder: Path, manifest: dict) -> OnnxChampionRuntime:
+    entry = manifest["fallback"]
+    return OnnxChampionRuntime(Path(folder) / entry["onnx"], entry, threads=2)
