@@ -128,3 +128,19 @@ def test_a_corrupted_shard_is_refused_with_a_visible_message(playwright_instance
         browser.close()
         server.shutdown()
     shutil.rmtree(site)
+
+
+def test_without_webgpu_the_cpu_champion_gives_the_same_tokens(playwright_instance, site_url, synth_model, artifacts):
+    """Chromium with WebGPU switched off: champion.onnx on onnxruntime-web wasm, acceptance in Python."""
+    browser = playwright_instance.chromium.launch(executable_path="/usr/bin/chromium", args=["--disable-quic", "--disable-features=WebGPU"])
+    foreign: list[str] = []
+    try:
+        context, page = open_app(browser, site_url + "?nosw", foreign)
+        wait_ready(page)
+        assert "CPU fallback" in page.text_content("#backend")
+        assert ask(page, PROMPT) == native_tokens(synth_model)
+        page.screenshot(path=str(artifacts / "smoke-no-webgpu.png"))
+        context.close()
+    finally:
+        browser.close()
+    assert foreign == []

@@ -9,6 +9,7 @@ imported lazily so this module also imports in CPython (tests check every module
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any, Sequence
 
 from .acceptance import FullRow, ReducedRow
@@ -17,6 +18,11 @@ from .engine import Engine
 from .gpu_champion import GPUChampion
 from .orchestrator import CancelToken
 from .tokenizer import Tokenizer
+
+
+def _present(value) -> bool:
+    """False for Python None and for JS null (Pyodide's JsNull), which is not None."""
+    return value is not None and type(value).__name__ != "JsNull"
 
 
 def _ffi():
@@ -87,6 +93,28 @@ class BrowserDraftRuntime:
         return int(result.token), row
 
 
+class BrowserChampionRuntime:
+    """ChampionRuntime on web/draft.js's DraftRunner loaded with champion.onnx (no WebGPU)."""
+
+    def __init__(self, runner: Any, entry: dict):
+        self.runner = runner
+        self.vocab_size = entry["config"]["vocab_size"]
+        self.cached: list[int] = []
+
+    def truncate(self, length: int) -> None:
+        if length < len(self.cached):
+            self.runner.truncate(length)
+            self.cached = self.cached[:length]
+
+    def run(self, tokens: Sequence[int]) -> list[list[float]]:
+        flat = _ffi().run_sync(self.runner.run(_ffi().to_js(list(tokens)))).to_py()  # memoryview of the f32 rows
+        self.cached.extend(tokens)
+        values = array("f")
+        values.frombytes(flat.cast("B"))
+        v = self.vocab_size
+        return [values[i * v : (i + 1) * v].tolist() for i in range(len(tokens))]
+
+
 class JsCancel(CancelToken):
     """Cancellation flag owned by JS (the worker sets state.cancelled when the user presses stop)."""
 
@@ -99,16 +127,21 @@ class JsCancel(CancelToken):
 
 
 def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
-                  context_limit: int) -> Engine:
-    """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker)."""
+                  context_limit: int, champion_runner: Any = None) -> Engine:
+    """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker).
+    Without WebGPU, gpu_helper is None and champion_runner runs champion.onnx (CpuChampion)."""
     manifest = json.loads(manifest_json)
-    gpu = BrowserGPU(gpu_helper)
-    champion = GPUChampion(gpu, manifest, lambda name: files.get(name), lambda name: str(shaders.get(name)),
-                           k_max=k_max, context_limit=context_limit)
+    if not _present(gpu_helper):
+        from .cpu_champion import CpuChampion
+
+        champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest["fallback"]), context_limit)
+    else:
+        champion = GPUChampion(BrowserGPU(gpu_helper), manifest, lambda name: files.get(name),
+                               lambda name: str(shaders.get(name)), k_max=k_max, context_limit=context_limit)
     tokenizer = Tokenizer.from_json(files.get(manifest["tokenizer"]).to_bytes().decode("utf-8"))
     template = ChatTemplate.from_jinja(files.get(manifest["chat_template"]).to_bytes().decode("utf-8"))
     draft = None
-    if draft_runner is not None and manifest.get("draft"):
+    if _present(draft_runner) and manifest.get("draft"):
         draft = BrowserDraftRuntime(draft_runner, manifest["draft"])
     return Engine(champion, tokenizer, template, manifest, draft, k_max)
 

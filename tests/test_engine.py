@@ -331,3 +331,15 @@ def test_cli_json_and_samples(synth_package):
     bad = subprocess.run([sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "x",
                           "--k", "99"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: k must be an integer in [0, 8], got 99"]
+
+
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural"])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, synth_engine, proposer, temperature):
+    """champion.onnx on onnxruntime + acceptance in Python (the no-WebGPU path) vs the WGSL champion."""
+    from pyodide_app.native.loader import load_engine
+
+    cpu_engine = load_engine(synth_package, context_limit=256, backend="cpu")
+    request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 16,
+               "temperature": temperature, "seed": 5, "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 4}}
+    assert list(cpu_engine.chat(request))[-1]["tokens"] == list(synth_engine.chat(request))[-1]["tokens"]

@@ -1,4 +1,5 @@
-// draft.js — the package's draft ONNX on onnxruntime-web (wasm backend), with its own KV cache.
+// draft.js — the package's draft ONNX (and, without WebGPU, champion.onnx) on onnxruntime-web wasm,
+// with its own KV cache.
 // The browser twin of pyodide_app/native/onnx_draft.py; pyodide_app/browser.py drives it.
 // step() feeds tokens after the cached ones and returns the graph's sampled token and its q row
 // (a Float32Array that goes to the GPU without passing through Python lists).
@@ -58,6 +59,11 @@ export class DraftRunner {
       this.past[name] = { data: out[name.replace("past", "present")].data };
     }
     this.length += tokens.length;
-    return { token: Number(out.token.data[0]), probs: out.probs.data };
+    return { token: Number(out.token.data[0]), probs: out.probs.data, rows: out.all_logits?.data ?? null };
+  }
+
+  // The no-WebGPU champion (champion.onnx): logits of every fed row, [T * V] floats.
+  async run(tokens) {
+    return (await this.step(tokens, 0, 1)).rows;
   }
 }

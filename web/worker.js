@@ -98,7 +98,17 @@ async function load({ kMax, context }) {
   } catch (error) {
     throw new Error(`manifest.json: ${String(error.message || error).split("\n").filter(Boolean).pop()}`);
   }
-  const names = Object.keys(manifest.files);
+  progress("gpu", 0, 1, "WebGPU device");
+  let gpu = null;
+  let fallbackReason = null;
+  try {
+    gpu = await GpuHelper.create();
+  } catch (error) {
+    fallbackReason = String(error.message || error);
+  }
+  if (!gpu && !manifest.fallback) throw new Error(`WebGPU is unavailable (${fallbackReason}) and this package has no CPU champion`);
+  // Without WebGPU the GPU shards are not needed; the CPU champion (champion.onnx) is.
+  const names = Object.keys(manifest.files).filter((name) => gpu ? name !== manifest.fallback?.onnx : !name.startsWith("champion-"));
   const total = names.reduce((sum, name) => sum + manifest.files[name].bytes, 0);
   let done = 0;
   const files = new Map();
@@ -108,18 +118,20 @@ async function load({ kMax, context }) {
   const shaders = new Map();
   for (const name of site.shaders) shaders.set(name, await (await fetchOk(`./vendor/shaders/${name}.wgsl`)).text());
 
-  progress("gpu", 0, 1, "WebGPU device");
-  const gpu = await GpuHelper.create();
   let draft = null;
   if (manifest.draft) draft = await DraftRunner.create(ort, files.get(manifest.draft.onnx), manifest.draft);
+  let championRunner = null;
+  if (!gpu) championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
   const browser = pyodide.pyimport("pyodide_app.browser");
-  engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, Math.min(context, manifest.generation.context_limit));
+  engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax,
+    Math.min(context, manifest.generation.context_limit), championRunner);
   runChat = browser.run_chat;
   progress("gpu", 1, 1, "ready");
   post({
     type: "ready",
     info: {
-      adapter: gpu.adapterName, backend: "WebGPU", draft: Boolean(draft), kMax,
+      adapter: gpu ? gpu.adapterName : `no WebGPU (${fallbackReason}): champion on onnxruntime-web wasm, acceptance on the CPU`,
+      backend: gpu ? "WebGPU" : "CPU fallback", draft: Boolean(draft), kMax,
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
     },
