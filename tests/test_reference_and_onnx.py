@@ -268,3 +268,17 @@ def test_reduced_output_vocabulary_maps_tokens_back_to_ids(tmp_path):
         assert out["probs"].shape == (1, len(id_map))
         index = int(np.argmax(expected)) if temperature == 0 else categorical_from_uniform(list(out["probs"][0]), uniform)
         assert int(out["token"][0]) == int(id_map[index])
+
+
+def test_real_fallback_champion_onnx_matches_the_reference(real_package, real_reference):
+    """champion.onnx (browsers without WebGPU): all-row logits vs numpy for a whole chat prompt."""
+    model, _ = real_reference
+    manifest, tokenizer, template = package_text_tools(real_package)
+    prompt = tokenizer.encode(template.render([{"role": "user", "content": "What is the capital of France?"}]))
+    session = draft_session(real_package / manifest["fallback"]["onnx"])
+    out, _ = run_draft(session, prompt, empty_past(manifest["fallback"]["config"]), 0.0, 1.0)
+    expected = model.forward(prompt, model.new_cache(len(prompt)), 0)
+    diff = float(np.abs(out["all_logits"][0] - expected).max())
+    print(f"\n[onnx] SmolLM2 champion.onnx vs numpy reference over {len(prompt)} rows: max |logit diff| = {diff:.2e}")
+    assert diff < 2e-3
+    assert (out["all_logits"][0].argmax(-1) == expected.argmax(-1)).all()
