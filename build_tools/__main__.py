@@ -127,7 +127,8 @@ def command_site(args) -> None:
     if model is None:  # the default package, built once into web/model and reused while it verifies
         model = WEB / "model"
         try:
-            verify_package(model)
+            if not verify_package(model).get("fallback"):
+                raise ManifestError(str(model), "built without champion.onnx")  # an older default package: rebuild
         except (ManifestError, OSError):
             from .gguf_source import default_champion_path  # noqa: F401 - fails clearly if the model is missing
 

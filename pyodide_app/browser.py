@@ -127,17 +127,20 @@ class JsCancel(CancelToken):
 
 
 def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
-                  context_limit: int, champion_runner: Any = None) -> Engine:
+                  context_limit: int, champion_runner: Any = None, progress: Any = None) -> Engine:
     """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker).
-    Without WebGPU, gpu_helper is None and champion_runner runs champion.onnx (CpuChampion)."""
+    Without WebGPU, gpu_helper is null and champion_runner runs champion.onnx (CpuChampion).
+    progress(done, total) reports the weight upload."""
     manifest = json.loads(manifest_json)
     if not _present(gpu_helper):
         from .cpu_champion import CpuChampion
 
         champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest["fallback"]), context_limit)
     else:
+        report = progress if _present(progress) else None
         champion = GPUChampion(BrowserGPU(gpu_helper), manifest, lambda name: files.get(name),
-                               lambda name: str(shaders.get(name)), k_max=k_max, context_limit=context_limit)
+                               lambda name: str(shaders.get(name)), k_max=k_max, context_limit=context_limit,
+                               progress=report)
     tokenizer = Tokenizer.from_json(files.get(manifest["tokenizer"]).to_bytes().decode("utf-8"))
     template = ChatTemplate.from_jinja(files.get(manifest["chat_template"]).to_bytes().decode("utf-8"))
     draft = None

@@ -74,8 +74,10 @@ class GPUChampion:
         k_max: int = 8,
         context_limit: int | None = None,
         negative_control: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ):
-        """negative_control (tests only): after a rejection, sample from the full target instead of
+        """progress(bytes_uploaded, total): called after each weight tensor reaches the GPU.
+        negative_control (tests only): after a rejection, sample from the full target instead of
         the residual — a deliberately wrong verifier that exactness tests must detect."""
         self.gpu = gpu
         self.config = config = ModelConfig.from_dict(manifest["champion"]["config"])
@@ -92,7 +94,7 @@ class GPUChampion:
         # attention.wgsl: 64 partial accumulators of head_dim floats, the query, 2 x 64 softmax scalars.
         attention_bytes = (64 * config.head_dim + config.head_dim + 128) * 4
         check_limits(gpu.limits, largest, gpu.adapter_name, attention_bytes)
-        self.weights = self._upload_weights(tensors, read_file)
+        self.weights = self._upload_weights(tensors, read_file, progress)
         self._allocate_scratch()
         header = constants_header(config, self.context_limit, self.t_max, negative_control)
         common = shader_source("common")
@@ -123,9 +125,11 @@ class GPUChampion:
 
     # -- loading -----------------------------------------------------------
 
-    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes]) -> dict:
+    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes], progress=None) -> dict:
         shards: dict[str, bytes] = {}
         buffers = {}
+        total = sum(part["bytes"] for entry in tensors.values() for part in entry["parts"])
+        done = 0
         for name, entry in tensors.items():
             size = sum(part["bytes"] for part in entry["parts"])
             buffer = self.gpu.create_buffer(size, name)
@@ -137,6 +141,9 @@ class GPUChampion:
                 self.gpu.write_buffer(buffer, offset, data)
                 offset += part["bytes"]
             buffers[name] = buffer
+            done += offset
+            if progress is not None:
+                progress(done, total)
         return buffers
 
     def _allocate_scratch(self) -> None:

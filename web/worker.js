@@ -123,14 +123,31 @@ async function load({ kMax, context }) {
   let championRunner = null;
   if (!gpu) championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
   const browser = pyodide.pyimport("pyodide_app.browser");
-  engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax,
-    Math.min(context, manifest.generation.context_limit), championRunner);
+  const limit = Math.min(context, manifest.generation.context_limit);
+  const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
+  try {
+    engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, null, upload);
+  } catch (error) {
+    // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
+    const reason = String(error.message || error).split("\n").filter(Boolean).pop();
+    if (!gpu || !manifest.fallback || !reason.includes("GPUUnsupported")) throw new Error(reason);
+    fallbackReason = reason;
+    gpu = null;
+    files.set(manifest.fallback.onnx, await modelFile(`./${site.model}`, manifest.fallback.onnx, manifest.files[manifest.fallback.onnx], () => {}));
+    championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
+    engine = await browser.create_engine.callPromising(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
+  }
+  if (gpu) {
+    gpu.device.lost.then((info) => {
+      if (info.reason !== "destroyed") post({ type: "fatal", message: `The GPU device was lost (${info.message || info.reason}). Reload the page to start again; the conversation shown stays on screen.` });
+    });
+  }
   runChat = browser.run_chat;
   progress("gpu", 1, 1, "ready");
   post({
     type: "ready",
     info: {
-      adapter: gpu ? gpu.adapterName : `no WebGPU (${fallbackReason}): champion on onnxruntime-web wasm, acceptance on the CPU`,
+      adapter: gpu ? gpu.adapterName : `WebGPU unusable (${fallbackReason}): champion on onnxruntime-web wasm, acceptance on the CPU`,
       backend: gpu ? "WebGPU" : "CPU fallback", draft: Boolean(draft), kMax,
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
