@@ -152,6 +152,8 @@ async function send(text) {
       if (shown) messages.push({ role: "assistant", content: event.text });
       else messages.pop();  // nothing was answered: forget the question
     } else if (event.type === "rejected") {
+      answer.dataset.finish = "rejected";
+      answer.dataset.tokens = "[]";
       appendError(answer, event.message);
       messages.pop();
     }

@@ -126,7 +126,7 @@ async function load({ kMax, context }) {
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
   try {
-    engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, null, upload);
+    engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, championRunner, upload);
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
     const reason = String(error.message || error).split("\n").filter(Boolean).pop();
