@@ -130,8 +130,6 @@ def command_site(args) -> None:
             if not verify_package(model).get("fallback"):
                 raise ManifestError(str(model), "built without champion.onnx")  # an older default package: rebuild
         except (ManifestError, OSError):
-            from .gguf_source import default_champion_path  # noqa: F401 - fails clearly if the model is missing
-
             command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
     site = build_site(model, args.out)
     print(f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model {len(site['model_files'])} files)")
