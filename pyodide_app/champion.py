@@ -58,6 +58,16 @@ class LogitsModel(Protocol):
         """Raw next-token logits (or exact weights) after the whole sequence."""
 
 
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix: how many cached KV rows a new token sequence can keep."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 def decide(raw_rows: Sequence[Sequence], request: VerifyRequest, ops=FLOAT) -> Decision:
     """Process each row at its own history, then run the acceptance rule."""
     rows = []

@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Protocol, Sequence
 
 from .acceptance import Decision
-from .champion import VerifyRequest, decide
-from .proposers.neural import common_prefix
+from .champion import VerifyRequest, common_prefix, decide
 
 
 class ChampionRuntime(Protocol):

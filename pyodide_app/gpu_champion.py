@@ -20,7 +20,7 @@ from array import array
 from typing import Callable, Sequence
 
 from .acceptance import Decision, FullRow, PointMass, ReducedRow
-from .champion import VerifyRequest
+from .champion import VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .manifest import ModelConfig
@@ -33,7 +33,6 @@ RESULT_BYTES = 20  # accepted, terminal, kind, status, rows: all a round reads b
 RESULT_ERRORS = {1: TargetNumericError, 2: ResidualMassError, 3: DraftNumericError}
 DRAFT_KINDS = {FullRow: 1, ReducedRow: 2, PointMass: 3}
 WORKGROUP = 64
-LAYER_PARTS = ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")
 
 
 def groups(count: int) -> int:
@@ -292,9 +291,7 @@ class GPUChampion:
         prefix are kept: a KV row depends only on the tokens up to it (batch invariance makes that
         bitwise), so a repeated or extended conversation skips its known prefix."""
         tokens = list(tokens)
-        start = 0
-        while start < min(len(tokens), len(self.kv_tokens)) and self.kv_tokens[start] == tokens[start]:
-            start += 1
+        start = common_prefix(self.kv_tokens, tokens)
         self.kv_tokens = self.kv_tokens[:start]
         for chunk in range(start, len(tokens), self.t_max):
             self.forward(tokens[chunk : chunk + self.t_max], chunk)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from ..acceptance import PointMass
+from ..champion import common_prefix
 from ..errors import DraftRuntimeError
 from ..rng import Domain
 from ..sampling import Draws
@@ -32,15 +33,6 @@ class DraftRuntime(Protocol):
         temperature 0 means greedy (the graph returns the argmax)."""
 
     def reset(self) -> None: ...
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 class NeuralProposer:
