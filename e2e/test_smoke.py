@@ -144,3 +144,31 @@ def test_without_webgpu_the_cpu_champion_gives_the_same_tokens(playwright_instan
     finally:
         browser.close()
     assert foreign == []
+
+
+def test_webkitgtk_without_webgpu_or_jspi_chats_and_compares(site_url, synth_model, artifacts):
+    """WebKitGTK (Selenium + WebKitWebDriver on Xvfb): no WebGPU, no JSPI -> the CPU champion driven
+    by the async round loop; same greedy tokens as the native engine for every proposer."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from .webkit import webkit_driver
+
+    answers = (By.CSS_SELECTOR, ".message.assistant[data-finish]")
+    with webkit_driver() as driver:
+        driver.get(site_url + "?nosw")
+        driver.execute_script("localStorage.setItem('spec-chat-settings', arguments[0])", json.dumps(SETTINGS))
+        driver.refresh()
+        WebDriverWait(driver, 300).until(lambda d: d.find_element(By.ID, "loading").get_attribute("hidden") is not None)
+        assert driver.find_element(By.ID, "fatal").get_attribute("hidden") is not None, driver.find_element(By.ID, "fatal-message").text
+        assert "CPU fallback" in driver.find_element(By.ID, "backend").text
+        assert "JSPI" in driver.find_element(By.ID, "backend").text
+        driver.find_element(By.ID, "input").send_keys(PROMPT)
+        driver.find_element(By.ID, "send").click()  # WebKitWebDriver's "\n" does not arrive as an Enter keydown
+        WebDriverWait(driver, 300).until(lambda d: len(d.find_elements(*answers)) == 1)
+        assert json.loads(driver.find_elements(*answers)[0].get_attribute("data-tokens")) == native_tokens(synth_model)
+        driver.find_element(By.ID, "open-settings").click()
+        driver.find_element(By.ID, "compare").click()
+        WebDriverWait(driver, 300).until(lambda d: d.find_element(By.ID, "compare-results").get_attribute("hidden") is None)
+        assert "identical across 3 proposers" in driver.find_element(By.ID, "compare-identity").text
+        driver.save_screenshot(str(artifacts / "smoke-webkitgtk-compare.png"))

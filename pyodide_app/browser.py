@@ -1,9 +1,11 @@
 """Browser glue (runs inside Pyodide in the worker): the JS GPU helper and draft runner behind the
 same Python interfaces as the native bindings, and the chat entry point the worker calls.
 
-JS promises (GPU read-back, onnxruntime-web runs) are awaited with pyodide.ffi.run_sync, which
-needs JSPI and an entry through `callPromising` (worker.js does both). `js` and `pyodide` are
-imported lazily so this module also imports in CPython (tests check every module does).
+onnxruntime-web runs (draft, and the CPU champion) are JS promises: their runtimes yield Waits
+(waits.py) that `run_chat`, an async function, awaits, so the CPU path needs no JSPI (WebKitGTK has
+none). The WebGPU champion's read-back still blocks with pyodide.ffi.run_sync, which needs JSPI:
+worker.js uses WebGPU only where JSPI exists. `pyodide` is imported lazily so this module also
+imports in CPython (tests check every module does).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .engine import Engine
 from .gpu_champion import GPUChampion
 from .orchestrator import CancelToken
 from .tokenizer import Tokenizer
+from .waits import Wait, wait_for
 
 
 def _present(value) -> bool:
@@ -86,7 +89,8 @@ class BrowserDraftRuntime:
             self.cached = self.cached[:length]
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
-        result = _ffi().run_sync(self.runner.step(_ffi().to_js(list(tokens)), temperature, uniform))
+        """Steps (waits.py) -> (token, q row)."""
+        result = yield from wait_for(self.runner.step(_ffi().to_js(list(tokens)), temperature, uniform))
         self.cached.extend(tokens)
         probs = result.probs  # a JS Float32Array: it reaches the GPU without a Python copy
         row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
@@ -106,8 +110,10 @@ class BrowserChampionRuntime:
             self.runner.truncate(length)
             self.cached = self.cached[:length]
 
-    def run(self, tokens: Sequence[int]) -> list[list[float]]:
-        flat = _ffi().run_sync(self.runner.run(_ffi().to_js(list(tokens)))).to_py()  # memoryview of the f32 rows
+    def run(self, tokens: Sequence[int]):
+        """Steps (waits.py) -> one logits row per token."""
+        rows = yield from wait_for(self.runner.run(_ffi().to_js(list(tokens))))
+        flat = rows.to_py()  # memoryview of the f32 rows
         self.cached.extend(tokens)
         values = array("f")
         values.frombytes(flat.cast("B"))
@@ -149,8 +155,9 @@ def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any,
     return Engine(champion, tokenizer, template, manifest, draft, k_max)
 
 
-def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:
-    """Stream one answer: post(event_json) per event. Errors in the request become an error event."""
+async def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:
+    """Stream one answer: post(event_json) per event, awaiting the runtimes' Waits in between.
+    Errors in the request become an error event."""
     from .errors import SpecChatError
 
     try:
@@ -159,4 +166,10 @@ def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:
         post(json.dumps({"type": "rejected", "code": error.code, "message": str(error)}))
         return
     for event in events:
-        post(json.dumps(event))
+        if isinstance(event, Wait):
+            try:
+                event.resolve(await event.awaitable)
+            except Exception as error:  # noqa: BLE001 - re-raised where the runtime was called
+                event.fail(error)
+        else:
+            post(json.dumps(event))

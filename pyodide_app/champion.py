@@ -16,6 +16,7 @@ from typing import Protocol, Sequence
 from .acceptance import Decision, greedy_decision, stochastic_decision
 from .processors import FLOAT, SamplingSettings, process_row
 from .sampling import Draws
+from .waits import Steps
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,12 @@ class Champion(Protocol):
     vocab_size: int
     context_limit: int
 
-    def prefill(self, tokens: Sequence[int]) -> None:
+    def prefill(self, tokens: Sequence[int]) -> Steps[None]:
         """Write KV rows 0..len(tokens)-1 for a new conversation prefix."""
 
-    def verify(self, request: VerifyRequest) -> Decision:
-        """Score the request's rows and decide acceptance (see module doc)."""
+    def verify(self, request: VerifyRequest) -> Steps[Decision]:
+        """Score the request's rows and decide acceptance (see module doc). Either method may
+        return Steps (waits.py) when it waits on an asynchronous runtime; callers settle them."""
 
 
 class LogitsModel(Protocol):

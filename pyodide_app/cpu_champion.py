@@ -8,10 +8,11 @@ tokens can differ from the WebGPU path only where two logits nearly tie.
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Generator, Protocol, Sequence
 
 from .acceptance import Decision
 from .champion import VerifyRequest, common_prefix, decide
+from .waits import Steps, Wait, settle
 
 
 class ChampionRuntime(Protocol):
@@ -20,11 +21,14 @@ class ChampionRuntime(Protocol):
 
     def truncate(self, length: int) -> None: ...
 
-    def run(self, tokens: Sequence[int]) -> list[list[float]]:
-        """Feed tokens after the cached ones; return one logits row per token."""
+    def run(self, tokens: Sequence[int]) -> Steps[list[list[float]]]:
+        """Feed tokens after the cached ones; return one logits row per token (the browser's runtime
+        returns them as Steps: see waits.py)."""
 
 
 class CpuChampion:
+    """prefill and verify are generators (Steps, waits.py): the orchestrator drives them."""
+
     def __init__(self, runtime: ChampionRuntime, context_limit: int, chunk: int = 64):
         self.runtime = runtime
         self.vocab_size = runtime.vocab_size
@@ -32,18 +36,18 @@ class CpuChampion:
         self.chunk = chunk  # prompt rows per runtime call
         self.calls = 0
 
-    def prefill(self, tokens: Sequence[int]) -> None:
+    def prefill(self, tokens: Sequence[int]) -> Generator[Wait, None, None]:
         tokens = list(tokens)
         keep = common_prefix(self.runtime.cached, tokens)
         self.runtime.truncate(keep)
         for start in range(keep, len(tokens), self.chunk):
-            self.runtime.run(tokens[start : start + self.chunk])
+            yield from settle(self.runtime.run(tokens[start : start + self.chunk]))
 
-    def verify(self, request: VerifyRequest) -> Decision:
+    def verify(self, request: VerifyRequest) -> Generator[Wait, None, Decision]:
         c = request.committed_kv
         if self.runtime.cached[:c] != list(request.context[:c]):
-            self.prefill(request.context[:c])
+            yield from self.prefill(request.context[:c])
         self.runtime.truncate(c)
-        rows = self.runtime.run((request.context[-1],) + tuple(request.drafts))
+        rows = yield from settle(self.runtime.run((request.context[-1],) + tuple(request.drafts)))
         self.calls += 1
         return decide(rows, request)

@@ -26,6 +26,7 @@ from .processors import SamplingSettings
 from .proposers import NeuralProposer, NoProposer, PromptLookup
 from .proposers.neural import DraftRuntime
 from .tokenizer import StreamDecoder, Tokenizer
+from .waits import Wait
 
 PROPOSERS = ("none", "prompt_lookup", "neural")
 REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
@@ -164,8 +165,9 @@ class Engine:
             return NeuralProposer(self.draft_runtime, request.sampling.temperature)
         return NoProposer()
 
-    def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict]:
-        """Validate (raising InvalidSettings before any work), then stream events."""
+    def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
+        """Validate (raising InvalidSettings before any work), then stream events (dicts). Asynchronous
+        runtimes (the browser's) also put their Waits in the stream for the driver to settle."""
         request = ChatRequest.from_dict(data, self.k_max)
         prompt = self.encode_prompt(request.messages)
         limit = self.champion.context_limit
@@ -179,11 +181,13 @@ class Engine:
         events = orchestrator.generate(prompt, cancel)
         return self._stream(request, prompt, events)
 
-    def _stream(self, request: ChatRequest, prompt: list[int], events) -> Iterator[dict]:
+    def _stream(self, request: ChatRequest, prompt: list[int], events) -> Iterator[dict | Wait]:
         text = TextStream(self.tokenizer, request.stop)
         tokens: list[int] = []
         for event in events:
-            if isinstance(event, Emitted):
+            if isinstance(event, Wait):
+                yield event  # for the async driver (waits.py); never seen natively
+            elif isinstance(event, Emitted):
                 tokens.extend(event.tokens)
                 delta = text.feed(event.tokens)
                 yield {"type": "delta", "tokens": list(event.tokens), "text": delta}

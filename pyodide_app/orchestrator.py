@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Generator, Iterator, Sequence
 
 from .acceptance import Decision
 from .champion import Champion, VerifyRequest
@@ -29,6 +29,7 @@ from .proposers.base import EMPTY_PROPOSAL, NoProposer, Proposal, Proposer
 from .sampling import Draws, SeededDraws
 from .stops import StopPolicy
 from .transaction import PublishedState, RequestState, RoundCommit, stage_kv, stage_successor
+from .waits import Wait, finish, settle
 
 FINISH_CANCELLED = "cancelled"
 FINISH_ERROR = "error"
@@ -177,10 +178,14 @@ class Orchestrator:
     # -- one round ---------------------------------------------------------
 
     def round(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> RoundCommit:
-        """Stage one round from `start`. Publishes nothing."""
+        """Stage one round from `start`. Publishes nothing. (Synchronous runtimes only.)"""
+        return finish(self.round_steps(start, proposer, stops))
+
+    def round_steps(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> Generator[Wait, None, RoundCommit]:
+        """`round` as Steps: yields the Waits of asynchronous runtimes (waits.py), returns the commit."""
         k = min(start.draft_length, stops.max_new_tokens - len(start.output))
         began = time.perf_counter()
-        proposal = self._propose(proposer, start, k)
+        proposal = yield from self._propose(proposer, start, k)
         proposed_at = time.perf_counter()
         self.stats.draft_seconds += proposed_at - began
         request = VerifyRequest(
@@ -193,7 +198,7 @@ class Orchestrator:
             draws=self.draws,
         )
         self.stats.champion_calls += 1
-        decision = self.champion.verify(request)
+        decision = yield from settle(self.champion.verify(request))
         self.stats.verify_seconds += time.perf_counter() - proposed_at
         check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
@@ -218,11 +223,11 @@ class Orchestrator:
         )
         return commit
 
-    def _propose(self, proposer: Proposer, start: RequestState, k: int) -> Proposal:
+    def _propose(self, proposer: Proposer, start: RequestState, k: int) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         try:
-            proposal = proposer.propose(start.context, k, start.round_index, self.draws)
+            proposal = yield from settle(proposer.propose(start.context, k, start.round_index, self.draws))
         except DraftNumericError:
             self.stats.draft_failures += 1
             return EMPTY_PROPOSAL  # the round becomes a plain champion step; still exact
@@ -259,26 +264,28 @@ class Orchestrator:
             raise InvalidSettings(f"prompt token {bad[0]} is outside the vocabulary")
         return prompt
 
-    def generate(self, prompt: Sequence[int], cancel: CancelToken | None = None) -> Iterator[Emitted | Finished]:
-        """Stream Emitted events, then one Finished event. Validation errors raise before any work."""
+    def generate(self, prompt: Sequence[int], cancel: CancelToken | None = None) -> Iterator[Emitted | Finished | Wait]:
+        """Stream Emitted events, then one Finished event. Validation errors raise before any work.
+        With asynchronous runtimes (the browser without JSPI) their Waits come through this stream too;
+        the driver settles each before asking for the next event."""
         prompt = self.validate_prompt(prompt)
         stops = self.stop_policy(len(prompt))
         return self._run(prompt, stops, cancel)
 
-    def _run(self, prompt: tuple[int, ...], stops: StopPolicy, cancel: CancelToken | None) -> Iterator[Emitted | Finished]:
+    def _run(self, prompt: tuple[int, ...], stops: StopPolicy, cancel: CancelToken | None) -> Iterator[Emitted | Finished | Wait]:
         self.cancel = cancel
         self.stats = stats = SpecStats()
         proposer = self.proposer
         proposer.reset()
         began = time.perf_counter()
         published = PublishedState(RequestState.start(prompt, self.config.k))
-        self.champion.prefill(prompt[:-1])
+        yield from settle(self.champion.prefill(prompt[:-1]))
         while published.state.finish_reason is None:
             start = published.state
             try:
                 if cancel is not None and cancel.requested:
                     raise Cancelled("cancelled between rounds")
-                commit = self.round(start, proposer, stops)
+                commit = yield from self.round_steps(start, proposer, stops)
                 self._checkpoint(FaultPoint.BEFORE_PUBLISH)
                 published.publish(commit)
             except Cancelled:

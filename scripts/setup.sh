@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium firefox-esr mesa-vulkan-drivers)
+# webkit2gtk-driver + xvfb: the WebKitGTK browser leg (MiniBrowser under a virtual display).
+APT_PACKAGES=(chromium firefox-esr mesa-vulkan-drivers webkit2gtk-driver xvfb)
 PYTHON=${PYTHON:-python3}
 
 log() { printf '[setup] %s\n' "$*"; }

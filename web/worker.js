@@ -10,6 +10,7 @@ import { GpuHelper } from "./gpu.js";
 import { DraftRunner } from "./draft.js";
 
 const MODEL_CACHE = "spec-chat-model-v1";
+const HAS_JSPI = typeof WebAssembly.Suspending === "function";  // absent in WebKit (no WebGPU path then)
 const state = { cancelled: false };  // read by Python (pyodide_app.browser.JsCancel)
 let pyodide = null;
 let engine = null;
@@ -101,10 +102,14 @@ async function load({ kMax, context }) {
   progress("gpu", 0, 1, "WebGPU device");
   let gpu = null;
   let fallbackReason = null;
-  try {
-    gpu = await GpuHelper.create();
-  } catch (error) {
-    fallbackReason = String(error.message || error);
+  if (!HAS_JSPI) {
+    fallbackReason = "this browser has no JSPI (WebAssembly stack switching), which the WebGPU path needs";
+  } else {
+    try {
+      gpu = await GpuHelper.create();
+    } catch (error) {
+      fallbackReason = String(error.message || error);
+    }
   }
   if (!gpu && !manifest.fallback) throw new Error(`WebGPU is unavailable (${fallbackReason}) and this package has no CPU champion`);
   // Without WebGPU the GPU shards are not needed; the CPU champion (champion.onnx) is.
@@ -126,7 +131,9 @@ async function load({ kMax, context }) {
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
   try {
-    engine = await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, championRunner, upload);
+    // The WebGPU champion uploads and warms up through run_sync (JSPI); the CPU one does no work here.
+    engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, championRunner, upload)
+      : browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
     const reason = String(error.message || error).split("\n").filter(Boolean).pop();
@@ -135,7 +142,7 @@ async function load({ kMax, context }) {
     gpu = null;
     files.set(manifest.fallback.onnx, await modelFile(`./${site.model}`, manifest.fallback.onnx, manifest.files[manifest.fallback.onnx], () => {}));
     championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
-    engine = await browser.create_engine.callPromising(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
+    engine = browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
   }
   if (gpu) {
     gpu.device.lost.then((info) => {
@@ -159,7 +166,9 @@ async function chat({ id, request }) {
   state.cancelled = false;
   const emit = (eventJson) => post({ type: "event", id, event: JSON.parse(eventJson) });
   try {
-    await runChat.callPromising(engine, JSON.stringify(request), emit, state);
+    // run_chat is async (it awaits the onnxruntime-web runs); callPromising also lets the WebGPU
+    // read-back block on JSPI where the browser has it.
+    await (HAS_JSPI ? runChat.callPromising(engine, JSON.stringify(request), emit, state) : runChat(engine, JSON.stringify(request), emit, state));
   } catch (error) {
     post({ type: "event", id, event: { type: "rejected", code: "INTERNAL", message: String(error.message || error).split("\n").filter(Boolean).pop() } });
   }

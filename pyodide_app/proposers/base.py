@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from ..sampling import Draws
+from ..waits import Steps
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,9 @@ EMPTY_PROPOSAL = Proposal((), ())
 class Proposer(Protocol):
     name: str
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
-        """Up to k tokens continuing `context` (prompt + published output).
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Steps[Proposal]:
+        """Up to k tokens continuing `context` (prompt + published output); Steps (waits.py) when it
+        waits on an asynchronous runtime.
 
         Must depend only on the published context and its own draws
         (Domain.DRAFT_SAMPLE at (round_index, i)); any internal cache is

@@ -11,13 +11,14 @@ and the pending correction/bonus token is fed as part of the new context.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Generator, Protocol, Sequence
 
 from ..acceptance import PointMass
 from ..champion import common_prefix
 from ..errors import DraftRuntimeError
 from ..rng import Domain
 from ..sampling import Draws
+from ..waits import Steps, Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal
 
 
@@ -28,21 +29,23 @@ class DraftRuntime(Protocol):
     def truncate(self, length: int) -> None:
         """Forget KV rows from `length` on."""
 
-    def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> tuple[int, Any]:
+    def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> Steps[tuple[int, Any]]:
         """Feed tokens after the cached ones; return (sampled token, its q row: FullRow or ReducedRow).
-        temperature 0 means greedy (the graph returns the argmax)."""
+        temperature 0 means greedy (the graph returns the argmax). The browser's runtime returns Steps."""
 
     def reset(self) -> None: ...
 
 
 class NeuralProposer:
+    """propose is a generator (Steps, waits.py): the orchestrator drives it."""
+
     name = "neural"
 
     def __init__(self, runtime: DraftRuntime, temperature: float):
         self.runtime = runtime
         self.temperature = float(temperature)  # the draft's own processor: q = softmax(logits / T)
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         context = list(context)
@@ -53,7 +56,7 @@ class NeuralProposer:
         for i in range(k):
             uniform = 1.0 if self.temperature == 0 else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
             try:
-                token, row = self.runtime.step(pending, self.temperature, uniform)
+                token, row = yield from settle(self.runtime.step(pending, self.temperature, uniform))
             except Exception as error:  # noqa: BLE001 - any runtime failure is one named error
                 self.runtime.reset()  # its cache state is unknown now
                 raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
