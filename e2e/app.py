@@ -1,0 +1,228 @@
+"""One driver interface over the page, for Playwright (Chromium, Firefox) and Selenium (WebKitGTK).
+
+Everything goes through the page's own controls (settings form, Send, Stop, New chat, Compare) and
+the attributes it sets for tests: an answer's `data-tokens` (exact token ids) and `data-finish`.
+No script evaluation in the page: its CSP forbids eval, and the tests should see what users see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+ANSWER = ".message.assistant[data-finish]"
+LOAD_TIMEOUT_S = 600
+ANSWER_TIMEOUT_S = 900
+
+
+@dataclass
+class Answer:
+    tokens: list[int]
+    finish: str
+    text: str  # everything shown in the bubble (answer, stats line, errors)
+
+
+@dataclass
+class CompareRow:
+    proposer: str
+    tokens_per_second: float
+    tokens_per_call: float
+    accepted: int | None
+    proposed: int | None
+
+
+def parse_compare_row(cells: list[str]) -> CompareRow:
+    """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, other s."""
+    accepted = proposed = None
+    if "/" in cells[4]:
+        accepted, proposed = (int(x) for x in cells[4].split("/"))
+    return CompareRow(cells[0].split(" ")[0], float(cells[1]), float(cells[3]), accepted, proposed)
+
+
+class App:
+    """The page as a user drives it. Subclasses supply the few browser-automation primitives."""
+
+    engine = ""
+
+    # -- primitives (per automation library) --------------------------------------------------------
+    def goto(self, url: str) -> None: ...
+    def reload(self) -> None: ...
+    def attribute(self, selector: str, name: str, index: int = 0) -> str | None: ...
+    def text(self, selector: str, index: int = 0) -> str: ...
+    def count(self, selector: str) -> int: ...
+    def click(self, selector: str) -> None: ...
+    def fill(self, selector: str, value: str) -> None: ...
+    def select(self, selector: str, value: str) -> None: ...
+    def set_checked(self, selector: str, value: bool) -> None: ...
+    def screenshot(self, path: str) -> None: ...
+    def cells(self, row_selector: str, index: int) -> list[str]: ...
+
+    def is_hidden(self, selector: str) -> bool:
+        return self.attribute(selector, "hidden") is not None
+
+    def wait(self, condition, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if not self.is_hidden("#fatal"):
+                raise AssertionError(f"{self.engine}: fatal screen while waiting for {what}: {self.text('#fatal-message')}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.engine}: no {what} after {timeout_s:.0f} s")
+            time.sleep(0.1)
+
+    # -- user actions -------------------------------------------------------------------------------
+    def wait_ready(self) -> str:
+        """Wait for the load screen to go; returns the backend badge (fails on a fatal screen)."""
+        self.wait(lambda: self.is_hidden("#loading"), LOAD_TIMEOUT_S, "ready page")
+        assert self.is_hidden("#fatal"), f"{self.engine}: {self.text('#fatal-message')}"
+        return self.text("#backend")
+
+    def wait_fatal(self, timeout_s: float = 300) -> str:
+        deadline = time.monotonic() + timeout_s
+        while self.is_hidden("#fatal"):
+            assert time.monotonic() < deadline, f"{self.engine}: no error screen after {timeout_s} s"
+            time.sleep(0.1)
+        return self.text("#fatal-message")
+
+    def configure(self, **settings) -> None:
+        """Set fields of the settings panel as a user would (the page persists them)."""
+        self.click("#open-settings")
+        for name, value in settings.items():
+            selector = f"#settings-form [name={name}]"
+            if name == "proposer":
+                self.select(selector, value)
+            elif isinstance(value, bool):
+                self.set_checked(selector, value)
+            else:
+                self.fill(selector, str(value))
+        self.click("#close-settings")
+
+    def settings_error(self) -> str | None:
+        return None if self.is_hidden("#settings-error") else self.text("#settings-error")
+
+    def send(self, text: str) -> int:
+        """Type and send; returns the index of the answer that will come."""
+        index = self.count(".message.assistant")
+        self.fill("#input", text)
+        self.click("#send")
+        return index
+
+    def answer(self, index: int) -> Answer:
+        self.wait(lambda: self.count(ANSWER) > index, ANSWER_TIMEOUT_S, "answer")
+        selector = ".message.assistant"
+        return Answer(json.loads(self.attribute(selector, "data-tokens", index) or "[]"),
+                      self.attribute(selector, "data-finish", index) or "", self.text(selector, index))
+
+    def ask(self, text: str) -> Answer:
+        return self.answer(self.send(text))
+
+    def new_chat(self) -> None:
+        self.click("#new-chat")
+
+    def compare(self) -> tuple[list[CompareRow], str]:
+        """Run Compare on the last prompt; returns the table rows and the identity line."""
+        self.click("#open-settings")
+        self.click("#compare")
+        self.wait(lambda: not self.is_hidden("#compare-results") and not self.is_disabled("#compare"), ANSWER_TIMEOUT_S, "Compare results")
+        rows = [parse_compare_row(self.cells("#compare-table tr[data-proposer]", i)) for i in range(self.count("#compare-table tr[data-proposer]"))]
+        return rows, self.text("#compare-identity")
+
+    def is_disabled(self, selector: str) -> bool:
+        return self.attribute(selector, "disabled") is not None
+
+
+class PlaywrightApp(App):
+    def __init__(self, page, engine: str):
+        self.page = page
+        self.engine = engine
+
+    def goto(self, url):
+        self.page.goto(url)
+
+    def reload(self):
+        self.page.reload()
+
+    def attribute(self, selector, name, index=0):
+        return self.page.locator(selector).nth(index).get_attribute(name)
+
+    def text(self, selector, index=0):
+        return self.page.locator(selector).nth(index).text_content() or ""
+
+    def count(self, selector):
+        return self.page.locator(selector).count()
+
+    def click(self, selector):
+        self.page.locator(selector).click()
+
+    def fill(self, selector, value):
+        self.page.locator(selector).fill(value)
+
+    def select(self, selector, value):
+        self.page.locator(selector).select_option(value)
+
+    def set_checked(self, selector, value):
+        self.page.locator(selector).set_checked(value)
+
+    def screenshot(self, path):
+        self.page.screenshot(path=path, full_page=True)
+
+    def cells(self, row_selector, index):
+        return [c.text_content() or "" for c in self.page.locator(row_selector).nth(index).locator("td").all()]
+
+
+class SeleniumApp(App):
+    def __init__(self, driver, engine: str):
+        self.driver = driver
+        self.engine = engine
+
+    def _all(self, selector):
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def _one(self, selector, index=0):
+        found = self._all(selector)
+        if len(found) <= index:
+            raise AssertionError(f"{self.engine}: no element {selector!r}[{index}]")
+        return found[index]
+
+    def goto(self, url):
+        self.driver.get(url)
+
+    def reload(self):
+        self.driver.refresh()
+
+    def attribute(self, selector, name, index=0):
+        return self._one(selector, index).get_attribute(name)
+
+    def text(self, selector, index=0):
+        return self._one(selector, index).get_attribute("textContent") or ""
+
+    def count(self, selector):
+        return len(self._all(selector))
+
+    def click(self, selector):
+        self._one(selector).click()
+
+    def fill(self, selector, value):
+        element = self._one(selector)
+        element.clear()
+        element.send_keys(value)
+
+    def select(self, selector, value):
+        from selenium.webdriver.support.ui import Select
+
+        Select(self._one(selector)).select_by_value(value)
+
+    def set_checked(self, selector, value):
+        element = self._one(selector)
+        if element.is_selected() != value:
+            element.click()
+
+    def screenshot(self, path):
+        self.driver.save_screenshot(path)
+
+    def cells(self, row_selector, index):
+        from selenium.webdriver.common.by import By
+
+        return [c.get_attribute("textContent") or "" for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")]

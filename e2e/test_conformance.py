@@ -1,0 +1,82 @@
+"""Conformance: the page produces the native engine's tokens whatever the proposer, k, engine.
+
+Synthetic model, every engine x proposer x k in {1, 4}: greedy tokens equal the native WebGPU
+engine's (the champion's argmax path); seeded temperature-1 samples equal the native engine of the
+same champion backend (WGSL kernels for the WebGPU engines, champion.onnx for the CPU ones: same
+Philox draws, same acceptance). Real model, Chromium and Firefox: greedy tokens of two prompts equal
+the native engine's for every proposer. Every comparison is written to test-results/ as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import ALL_ENGINES, GPU_ENGINES, open_app
+from .native import native_tokens
+
+SYNTH_PROMPT = "hello world, the world says hello"
+SEED = 1234
+PROPOSER_CASES = [("none", 1), ("prompt_lookup", 1), ("prompt_lookup", 4), ("neural", 1), ("neural", 4)]
+CPU_ENGINES = {"webkitgtk", "chromium-nogpu"}
+REAL_PROMPTS = {
+    "rewrite": "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
+    "question": "What is the capital of France?",
+}
+REAL_MAX_TOKENS = 12
+
+
+def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int):
+    """Ask the prompt once per case in a fresh chat; returns rows of page vs native tokens."""
+    rows = []
+    for proposer, k, temperature in cases:
+        app.new_chat()
+        app.configure(proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens, adaptive=False,
+                      top_p=1, top_k=0, repetition_penalty=1)
+        answer = app.ask(prompt)
+        request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens)
+        greedy_reference = native_tokens(model, "webgpu", **request) if temperature == 0 else None
+        same_backend = native_tokens(model, backend, **request)
+        rows.append({"proposer": proposer, "k": k, "temperature": temperature, "page": answer.tokens, "finish": answer.finish,
+                     "native_same_backend": same_backend, "native_webgpu": greedy_reference})
+    return rows
+
+
+def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
+    (artifacts / f"conformance-{name}-{engine}.json").write_text(json.dumps({"backend": backend_text, "cases": rows}, indent=1))
+
+
+@pytest.mark.parametrize("engine", ALL_ENGINES + ["chromium-nogpu"])
+def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance, site_url, synth_package, artifacts, engine):
+    cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES]
+    with open_app(playwright_instance, engine, site_url + "?nosw") as app:
+        backend_text = app.wait_ready()
+        cpu = engine in CPU_ENGINES
+        assert ("CPU fallback" in backend_text) == cpu, backend_text
+        rows = run_cases(app, synth_package, "cpu" if cpu else "webgpu", cases, SYNTH_PROMPT, 16)
+    report(artifacts, "synth", engine, backend_text, rows)
+    for row in rows:
+        case = f"{engine} {row['proposer']} k={row['k']} T={row['temperature']}"
+        assert row["page"], f"{case}: empty answer ({row['finish']})"
+        if row["temperature"] == 0:
+            assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
+        assert row["page"] == row["native_same_backend"], f"{case}: tokens differ from the native {('cpu' if engine in CPU_ENGINES else 'webgpu')} engine"
+    greedy = {tuple(r["page"]) for r in rows if r["temperature"] == 0}
+    assert any(tuple(r["page"]) not in greedy for r in rows if r["temperature"] == 1.0), "temperature 1 never left the greedy answer"
+
+
+@pytest.mark.parametrize("engine", GPU_ENGINES)
+def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_instance, real_site_url, real_package, artifacts, engine):
+    cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0)]
+    with open_app(playwright_instance, engine, real_site_url + "?nosw") as app:
+        backend_text = app.wait_ready()
+        assert "WebGPU" in backend_text
+        rows = []
+        for name, prompt in REAL_PROMPTS.items():
+            for row in run_cases(app, real_package, "webgpu", cases, prompt, REAL_MAX_TOKENS):
+                rows.append({"prompt": name, **row})
+        app.screenshot(str(artifacts / f"conformance-real-{engine}.png"))
+    report(artifacts, "real", engine, backend_text, rows)
+    for row in rows:
+        assert row["page"] == row["native_webgpu"], f"{engine} {row['prompt']} {row['proposer']}: greedy tokens differ from the native engine"

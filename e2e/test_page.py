@@ -1,0 +1,108 @@
+"""The page as users meet it (synthetic model): settings panel and Compare, offline after one visit,
+and bad input — corrupted shard, mismatched draft, over-long prompt, stop mid-answer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from .conftest import ALL_ENGINES, open_app, serve_site
+from .native import native_tokens
+
+PROMPT = "hello world"
+SETTINGS = {"proposer": "prompt_lookup", "k": 4, "adaptive": False, "temperature": 0, "top_p": 1, "top_k": 0,
+            "repetition_penalty": 1, "seed": 0, "max_tokens": 16}
+
+
+@pytest.mark.parametrize("engine", ALL_ENGINES)
+def test_settings_panel_and_compare(playwright_instance, site_url, synth_package, artifacts, engine):
+    foreign: list[str] = []
+    with open_app(playwright_instance, engine, site_url + "?nosw", SETTINGS, foreign) as app:
+        app.wait_ready()
+        app.configure(proposer="neural", k=3)
+        first = app.ask(PROMPT)
+        assert first.tokens == native_tokens(synth_package, prompt=PROMPT, proposer="neural", k=3, temperature=0, seed=0, max_tokens=16)
+        assert "neural k=3" in first.text  # the stats line names what ran
+        app.configure(k=0)
+        assert "k must be" in (app.settings_error() or "")  # invalid: shown, not saved
+        app.configure(k=2)
+        assert app.settings_error() is None
+        rows, identity = app.compare()
+        assert "identical across 3 proposers" in identity, identity
+        assert [r.proposer for r in rows] == ["none", "prompt_lookup", "neural"]
+        for row in rows:
+            assert row.tokens_per_second > 0 and row.tokens_per_call >= 1.0, row
+            if row.proposer != "none":
+                assert row.proposed and 0 <= row.accepted / row.proposed <= 1, row
+        app.screenshot(str(artifacts / f"page-{engine}-compare.png"))
+        app.reload()  # settings persist across visits
+        app.wait_ready()
+        answer = app.ask(PROMPT)  # the stored settings are used, not the defaults
+        assert "neural k=2" in answer.text
+    assert foreign == []
+
+
+def test_offline_after_the_first_visit_and_no_foreign_requests(playwright_instance, site_url, artifacts):
+    foreign: list[str] = []
+    with open_app(playwright_instance, "chromium", site_url, SETTINGS, foreign) as app:
+        app.wait_ready()
+        first = app.ask(PROMPT)
+        app.page.evaluate("navigator.serviceWorker.ready.then(() => true)")  # installed: the shell is precached
+        app.context.set_offline(True)
+        app.reload()
+        app.wait_ready()
+        assert app.ask(PROMPT).tokens == first.tokens
+        app.screenshot(str(artifacts / "page-offline.png"))
+    assert foreign == []
+
+
+def test_a_corrupted_shard_is_refused_naming_it(playwright_instance, tmp_path, synth_package):
+    model = tmp_path / "model"
+    shutil.copytree(synth_package, model)
+    shard = model / "champion-000.bin"
+    data = bytearray(shard.read_bytes())
+    data[1000] ^= 0x10
+    shard.write_bytes(bytes(data))
+    url, server = serve_site(model, tmp_path / "site")
+    try:
+        with open_app(playwright_instance, "chromium", url + "?nosw") as app:
+            message = app.wait_fatal()
+        assert "champion-000.bin" in message and "sha256" in message, message
+    finally:
+        server.shutdown()
+
+
+def test_a_draft_with_another_tokenizer_is_refused(playwright_instance, tmp_path, synth_package):
+    model = tmp_path / "model"
+    shutil.copytree(synth_package, model)
+    manifest = json.loads((model / "manifest.json").read_text())
+    manifest["identity"]["draft_tokenizer"] = "0" * 64  # the draft was built for a different tokenizer
+    (model / "manifest.json").write_text(json.dumps(manifest))
+    url, server = serve_site(model, tmp_path / "site")
+    try:
+        with open_app(playwright_instance, "firefox", url + "?nosw") as app:
+            message = app.wait_fatal()
+        assert "draft.onnx" in message and "tokenizer" in message, message
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("engine", ["chromium", "webkitgtk"])
+def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, site_url, artifacts, engine):
+    with open_app(playwright_instance, engine, site_url + "?nosw", {**SETTINGS, "max_tokens": 10_000}) as app:
+        app.wait_ready()
+        long = app.ask(" ".join(str(i) for i in range(400)))  # > 1,000 tokens; the synthetic context is 512
+        assert long.finish == "rejected" and "context limit" in long.text, long
+        index = app.send(PROMPT)
+        app.wait(lambda: app.count(".message.assistant p") > index or app.count(".message.assistant[data-finish]") > index, 120, "first tokens")
+        app.click("#stop")
+        stopped = app.answer(index)
+        assert stopped.finish == "cancelled", stopped
+        shown = app.text(".message.assistant", index)
+        assert shown.strip(), "the text shown before stop is kept"
+        after = app.ask(PROMPT)
+        assert after.finish in ("stop", "length") and after.tokens
+        assert app.text(".message.assistant", index) == shown  # earlier answers untouched
+        app.screenshot(str(artifacts / f"page-{engine}-stop.png"))
