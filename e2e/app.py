@@ -155,7 +155,9 @@ class PlaywrightApp(App):
         self.page.locator(selector).click()
 
     def fill(self, selector, value):
-        self.page.locator(selector).fill(value)
+        field = self.page.locator(selector)
+        field.clear()  # Playwright's fill appends to a number input in Firefox ESR 153 unless cleared first
+        field.fill(value)
 
     def select(self, selector, value):
         self.page.locator(selector).select_option(value)
@@ -192,11 +194,22 @@ class SeleniumApp(App):
     def reload(self):
         self.driver.refresh()
 
+    def _retry(self, action):
+        """Streaming re-renders the answer bubble; an element found a moment ago may be replaced."""
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        for _ in range(20):
+            try:
+                return action()
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        return action()
+
     def attribute(self, selector, name, index=0):
-        return self._one(selector, index).get_attribute(name)
+        return self._retry(lambda: self._one(selector, index).get_attribute(name))
 
     def text(self, selector, index=0):
-        return self._one(selector, index).get_attribute("textContent") or ""
+        return self._retry(lambda: self._one(selector, index).get_attribute("textContent") or "")
 
     def count(self, selector):
         return len(self._all(selector))
@@ -225,4 +238,4 @@ class SeleniumApp(App):
     def cells(self, row_selector, index):
         from selenium.webdriver.common.by import By
 
-        return [c.get_attribute("textContent") or "" for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")]
+        return self._retry(lambda: [c.get_attribute("textContent") or "" for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")])

@@ -96,7 +96,7 @@ def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, si
         long = app.ask(" ".join(str(i) for i in range(400)))  # > 1,000 tokens; the synthetic context is 512
         assert long.finish == "rejected" and "context limit" in long.text, long
         index = app.send(PROMPT)
-        app.wait(lambda: app.count(".message.assistant p") > index or app.count(".message.assistant[data-finish]") > index, 120, "first tokens")
+        app.wait(lambda: app.count(".message.assistant") > index and app.text(".message.assistant", index).strip(), 120, "first tokens")
         app.click("#stop")
         stopped = app.answer(index)
         assert stopped.finish == "cancelled", stopped
