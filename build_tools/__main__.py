@@ -119,20 +119,37 @@ def command_tokenize(args) -> None:
         print(json.dumps(tokenizer.encode(text)), flush=True)
 
 
-def command_site(args) -> None:
-    from .site import WEB, build_site
+def default_package() -> Path:
+    """The default package, built once into web/model and reused while it verifies."""
+    from .site import WEB
     from .verify import verify_package
 
-    model = args.model
-    if model is None:  # the default package, built once into web/model and reused while it verifies
-        model = WEB / "model"
-        try:
-            if not verify_package(model).get("fallback"):
-                raise ManifestError(str(model), "built without champion.onnx")  # an older default package: rebuild
-        except (ManifestError, OSError):
-            command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
+    model = WEB / "model"
+    try:
+        if not verify_package(model).get("fallback"):
+            raise ManifestError(str(model), "built without champion.onnx")  # an older default package: rebuild
+    except (ManifestError, OSError):
+        command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
+    return model
+
+
+def command_site(args) -> None:
+    from .site import build_site
+
+    model = args.model or default_package()
     site = build_site(model, args.out)
     print(f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model {len(site['model_files'])} files)")
+
+
+def command_bench(args) -> None:
+    from .bench import run_bench
+
+    model = args.model or default_package()
+    split = lambda text: [x for x in text.split(",") if x] if text else None  # noqa: E731
+    result = run_bench(model, args.out, args.browser, args.max_tokens, args.prompts, args.sampled_prompts,
+                       split(args.strata), split(args.arms), args.kernel_repeats)
+    print((args.out / "table.md").read_text())
+    print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
 
 
 def command_serve(args) -> None:
@@ -171,6 +188,18 @@ def parser() -> argparse.ArgumentParser:
     site.add_argument("--model", type=Path, help="package folder (default: build the default package into web/model)")
     site.add_argument("--out", type=Path, default=ROOT / "web")
     site.set_defaults(run=command_site)
+
+    bench = commands.add_parser("bench", help="all proposers and the onnxruntime-web peers side by side in one browser run")
+    bench.add_argument("--browser", choices=("chromium", "firefox"), default="firefox")
+    bench.add_argument("--model", type=Path, help="package folder (default: the default package in web/model)")
+    bench.add_argument("--out", type=Path, default=ROOT / "test-results" / "bench")
+    bench.add_argument("--max-tokens", type=int, default=24)
+    bench.add_argument("--prompts", type=int, default=2, help="greedy prompts per stratum")
+    bench.add_argument("--sampled-prompts", type=int, default=1, help="prompts per stratum at temperature 0.7, top-p 0.9")
+    bench.add_argument("--strata", help="comma-separated subset of the strata in build_tools/bench_prompts.json")
+    bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
+    bench.add_argument("--kernel-repeats", type=int, default=3)
+    bench.set_defaults(run=command_bench)
 
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)

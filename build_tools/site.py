@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "web"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+# The benchmark's peer (build_tools bench): onnxruntime-web's WebGPU build. Not precached: the app never loads it.
+ORT_WEBGPU_FILES = ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm")
 PAGE_FILES = ("index.html", "app.js", "worker.js", "gpu.js", "draft.js", "markdown.js", "charts.js", "sw.js", "style.css")
 
 
@@ -50,6 +52,7 @@ def build_site(model: Path, out: Path = WEB) -> dict:
     files = ["index.html", "app.js", "worker.js", "gpu.js", "draft.js", "markdown.js", "charts.js", "style.css"]
     files += [f"vendor/pyodide/{n}" for n in copy_files(ROOT / "node_modules" / "pyodide", PYODIDE_FILES, vendor / "pyodide")]
     files += [f"vendor/ort/{n}" for n in copy_files(ROOT / "node_modules" / "onnxruntime-web" / "dist", ORT_FILES, vendor / "ort")]
+    copy_files(ROOT / "node_modules" / "onnxruntime-web" / "dist", ORT_WEBGPU_FILES, vendor / "ort-webgpu")
     python = []
     for path in python_files():
         relative = path.relative_to(ROOT).as_posix()

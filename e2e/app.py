@@ -33,7 +33,7 @@ class CompareRow:
 
 
 def parse_compare_row(cells: list[str]) -> CompareRow:
-    """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, other s."""
+    """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, GPU wait s, other s."""
     accepted = proposed = None
     if "/" in cells[4]:
         accepted, proposed = (int(x) for x in cells[4].split("/"))

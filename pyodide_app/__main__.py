@@ -89,7 +89,7 @@ def summarize(stats: list[dict]) -> dict:
         "tokens_per_second": tokens / seconds if seconds else 0.0,
         "proposed": sum(s["proposed"] for s in stats),
         "accepted": sum(s["accepted"] for s in stats),
-        "time_s": {key: sum(s["time_s"][key] for s in stats) for key in ("draft", "verify", "other", "total")},
+        "time_s": {key: sum(s["time_s"][key] for s in stats) for key in ("draft", "verify", "sync", "other", "total")},
         "per_sample": stats,
     }
 

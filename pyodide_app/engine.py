@@ -150,6 +150,25 @@ class Engine:
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
 
+    def memory_report(self) -> dict:
+        """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
+        verify buffers), and the draft (weights + KV capacity). Host-side ONNX runtimes' own working
+        memory is not visible from here and not counted."""
+        files = self.manifest["files"]
+        limit = self.champion.context_limit
+        if hasattr(self.champion, "kv_bytes"):  # the WebGPU champion: its own buffers
+            weights = sum(p["bytes"] for t in self.manifest["champion"]["tensors"].values() for p in t["parts"])
+            kv, scratch = self.champion.kv_bytes, self.champion.scratch_bytes
+        else:  # the CPU champion: champion.onnx on onnxruntime
+            weights = files[self.manifest["fallback"]["onnx"]]["bytes"]
+            kv = kv_capacity_bytes(self.manifest["champion"]["config"], limit)
+            scratch = (self.k_max + 1) * self.champion.vocab_size * 4  # the logits rows read back per call
+        report = {"weights": weights, "kv": kv, "scratch": scratch, "draft": 0}
+        if self.draft_runtime is not None:
+            draft = self.manifest["draft"]
+            report["draft"] = files[draft["onnx"]]["bytes"] + kv_capacity_bytes(draft["config"], limit)
+        return report
+
     def encode_prompt(self, messages: Sequence[dict]) -> list[int]:
         try:
             return self.tokenizer.encode(self.template.render(messages))
@@ -246,6 +265,7 @@ class Engine:
 
 def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
     other = max(0.0, stats.total_seconds - stats.draft_seconds - stats.verify_seconds)
+    host_verify = stats.verify_seconds - stats.sync_seconds  # encode + submit (+ CPU champion work)
     reached = stats.reached
     return {
         "proposer": request.proposer,
@@ -260,7 +280,8 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
         "survival": stats.survival(),
         "tokens_per_champion_call": stats.tokens_per_call,
         "draft_failures": stats.draft_failures,
-        "time_s": {"draft": stats.draft_seconds, "verify": stats.verify_seconds, "other": other, "total": stats.total_seconds},
+        "time_s": {"draft": stats.draft_seconds, "verify": host_verify, "sync": stats.sync_seconds, "other": other,
+                   "total": stats.total_seconds},
         "tokens_per_second": stats.emitted / stats.total_seconds if stats.total_seconds else None,
         "fallback_code": stats.fallback_code,
         "error_code": stats.error_code,
@@ -269,3 +290,8 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
 
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def kv_capacity_bytes(config: dict, positions: int) -> int:
+    """f32 K and V rows for every layer and KV head at `positions` positions."""
+    return 2 * config["n_layers"] * config["n_kv_heads"] * config["head_dim"] * positions * 4

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 from array import array
 from typing import Callable, Sequence
 
@@ -84,6 +85,7 @@ class GPUChampion:
         self.t_max = k_max + 1
         self.context_limit = min(context_limit or config.context_length, config.context_length)
         self.calls = 0
+        self.wait_seconds = 0.0  # time blocked on read-backs (the device finishing the submitted work)
         self.tensor_info = tensors = manifest["champion"]["tensors"]
         largest = max(
             max(sum(p["bytes"] for p in t["parts"]) for t in tensors.values()),
@@ -352,7 +354,10 @@ class GPUChampion:
         return rows
 
     def _read_decision(self) -> Decision:
-        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", self.gpu.read_buffer(self.result, 0, RESULT_BYTES))
+        began = time.perf_counter()
+        data = self.gpu.read_buffer(self.result, 0, RESULT_BYTES)
+        self.wait_seconds += time.perf_counter() - began
+        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", data)
         if status:
             raise RESULT_ERRORS[status](f"verify kernel status {status} at row {accepted}")
         return Decision(accepted, terminal, RESULT_KINDS[kind_code])

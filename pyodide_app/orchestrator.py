@@ -84,6 +84,7 @@ class SpecStats:
     error_code: str | None = None  # visible failure that ended the answer
     draft_seconds: float = 0.0  # proposer time, all rounds
     verify_seconds: float = 0.0  # champion verify calls (GPU work + the 20-byte read back)
+    sync_seconds: float = 0.0  # part of verify_seconds spent waiting on the device (champion.wait_seconds)
     total_seconds: float = 0.0  # the whole request, prefill included
 
     def record(self, commit: RoundCommit) -> None:
@@ -198,8 +199,10 @@ class Orchestrator:
             draws=self.draws,
         )
         self.stats.champion_calls += 1
+        waited = getattr(self.champion, "wait_seconds", 0.0)
         decision = yield from settle(self.champion.verify(request))
         self.stats.verify_seconds += time.perf_counter() - proposed_at
+        self.stats.sync_seconds += getattr(self.champion, "wait_seconds", 0.0) - waited
         check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
         wanted = proposal.tokens[: decision.accepted] + (decision.terminal,)

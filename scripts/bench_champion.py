@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,11 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyodide_app.champion import VerifyRequest  # noqa: E402
 from pyodide_app.gpu_champion import RESULT_BYTES, GPUChampion  # noqa: E402
+from pyodide_app.kernel_bench import sweep_summary, verify_sweep  # noqa: E402
 from pyodide_app.native.wgpu_device import WgpuDevice  # noqa: E402
-from pyodide_app.processors import SamplingSettings  # noqa: E402
-from pyodide_app.sampling import SeededDraws  # noqa: E402
 
 
 def main() -> None:
@@ -44,36 +41,16 @@ def main() -> None:
     champion = GPUChampion(gpu, manifest, lambda n: (model / n).read_bytes(),
                            lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=args.context)
     load_s = time.perf_counter() - started
-    context = tuple(range(100, 164))
-    champion.prefill(context[:-1])
-    settings = SamplingSettings(temperature=0.7, top_p=0.9)
-    times: dict[int, list[float]] = {t: [] for t in range(1, champion.t_max + 1)}
-    for repeat in range(args.repeats + 1):  # the first sweep warms the pipelines up and is dropped
-        for rows in times:
-            drafts = tuple(range(200, 200 + rows - 1))
-            request = VerifyRequest(context, len(context) - 1, drafts, tuple(_point(d) for d in drafts), repeat,
-                                    settings, SeededDraws(repeat))
-            start = time.perf_counter()
-            champion.verify(request)
-            if repeat:
-                times[rows].append(time.perf_counter() - start)
-    base = statistics.median(times[1])
+    summary = sweep_summary(verify_sweep(champion, args.repeats))
     weights = sum(sum(p["bytes"] for p in t["parts"]) for t in manifest["champion"]["tensors"].values())
     print(f"adapter: {gpu.adapter_name}; load {load_s:.1f} s; context {args.context}; {args.repeats} interleaved repeats")
     print("| T | median verify (s) | ratio to T=1 | per row |")
     print("|---|---|---|---|")
-    for rows, samples in times.items():
-        median = statistics.median(samples)
-        print(f"| {rows} | {median:.3f} | {median / base:.2f} | {median / base / rows:.2f} |")
+    for row in summary:
+        print(f"| {row['rows']} | {row['median_s']:.3f} | {row['ratio_to_t1']:.2f} | {row['ratio_to_t1'] / row['rows']:.2f} |")
     print(f"bytes read back per round: {RESULT_BYTES}")
     print(f"GPU memory: weights {weights / 2**20:.1f} MiB, KV {champion.kv_bytes / 2**20:.1f} MiB, "
           f"scratch {champion.scratch_bytes / 2**20:.2f} MiB (activations, logits and verify buffers for T_max = {champion.t_max})")
-
-
-def _point(token: int):
-    from pyodide_app.acceptance import PointMass
-
-    return PointMass(token)
 
 
 if __name__ == "__main__":

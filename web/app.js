@@ -98,7 +98,36 @@ worker.onmessage = ({ data }) => {
   } else if (data.type === "chat-end") {
     pending.get(data.id)?.resolve();
     pending.delete(data.id);
+  } else if (data.type === "result") {
+    pending.get(data.id)?.resolve(data);
+    pending.delete(data.id);
   }
+};
+
+// ---- automation hooks (build_tools bench drives these through Playwright) -------------------------------
+function workerCall(type, payload) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve: (data) => (data.error ? reject(new Error(data.error)) : resolve(data.value)) });
+    worker.postMessage({ type, id, ...payload });
+  });
+}
+
+window.specChat = {
+  info: () => info,
+  // One request outside the chat log: the done event plus wall time and time to the first token.
+  chat: async (req) => {
+    const started = performance.now();
+    let firstAt = null, firstTokens = 0, done = null;
+    await runChat(req, (event) => {
+      if (event.type === "delta" && event.tokens.length && firstAt === null) { firstAt = performance.now(); firstTokens = event.tokens.length; }
+      if (event.type === "done" || event.type === "rejected") done = event;
+    });
+    return { done, wall_s: (performance.now() - started) / 1000, ttft_s: firstAt === null ? null : (firstAt - started) / 1000,
+             first_tokens: firstTokens };
+  },
+  kernel: (repeats) => workerCall("kernel", { repeats }),
+  peer: (backend, req) => workerCall("peer", { backend, request: req }),
 };
 
 // ---- chat ----------------------------------------------------------------------------------------------
@@ -192,7 +221,7 @@ function showComparison(results) {
   const table = $("compare-table");
   table.replaceChildren();
   const head = table.insertRow();
-  for (const title of ["proposer", "tokens/s", "speed-up vs none", "tokens/call", "accepted", "draft s", "verify s", "other s"]) {
+  for (const title of ["proposer", "tokens/s", "speed-up vs none", "tokens/call", "accepted", "draft s", "verify s", "GPU wait s", "other s"]) {
     head.append(Object.assign(document.createElement("th"), { textContent: title }));
   }
   for (const r of results) {
@@ -202,7 +231,7 @@ function showComparison(results) {
     row.dataset.proposer = s.proposer;
     for (const value of [s.proposer + (s.proposer === "none" ? "" : ` (k=${s.k})`), s.tokens_per_second?.toFixed(2), speedup?.toFixed(2) + "×",
       s.tokens_per_champion_call.toFixed(2), s.proposed ? `${s.accepted}/${s.proposed}` : "—",
-      s.time_s.draft.toFixed(2), s.time_s.verify.toFixed(2), s.time_s.other.toFixed(2)]) {
+      s.time_s.draft.toFixed(2), s.time_s.verify.toFixed(2), s.time_s.sync.toFixed(2), s.time_s.other.toFixed(2)]) {
       row.insertCell().textContent = value ?? "—";
     }
   }

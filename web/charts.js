@@ -35,12 +35,12 @@ export function survivalChart(container, series) {
   container.replaceChildren(root);
 }
 
-// rows: [{name, draft, verify, other}] seconds
+// rows: [{name, draft, verify, sync, other}] seconds (verify: host side; sync: waiting on the GPU)
 export function timeChart(container, rows) {
   const width = 420, barHeight = 22, left = 100, height = rows.length * (barHeight + 8) + 24;
   const root = svg(width, height);
-  const total = Math.max(1e-9, ...rows.map((r) => r.draft + r.verify + r.other));
-  const parts = [["draft", "#d9822e"], ["verify", "#2e62d9"], ["other", "#b8bdc9"]];
+  const total = Math.max(1e-9, ...rows.map((r) => r.draft + r.verify + r.sync + r.other));
+  const parts = [["draft", "#d9822e"], ["verify", "#2e62d9"], ["sync", "#7a9be8"], ["other", "#b8bdc9"]];
   rows.forEach((row, index) => {
     const y = 4 + index * (barHeight + 8);
     add(root, "text", { x: 2, y: y + 15, "font-size": 11 }, row.name);

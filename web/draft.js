@@ -5,8 +5,8 @@
 // (a Float32Array that goes to the GPU without passing through Python lists).
 
 export class DraftRunner {
-  static async create(ort, modelBytes, entry) {
-    const session = await ort.InferenceSession.create(modelBytes, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+  static async create(ort, modelBytes, entry, executionProviders = ["wasm"]) {
+    const session = await ort.InferenceSession.create(modelBytes, { executionProviders, graphOptimizationLevel: "all" });
     return new DraftRunner(ort, session, entry);
   }
 

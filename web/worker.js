@@ -3,8 +3,9 @@
 // against the manifest's sha256 and kept in the Cache API for the next visit.
 //
 // main -> worker: {type: "load", kMax, context} | {type: "chat", id, request} | {type: "stop"}
+//                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request}
 // worker -> main: {type: "progress", phase, done, total} | {type: "ready", info} | {type: "fatal", message}
-//                 {type: "event", id, event} | {type: "chat-end", id}
+//                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
 
 import { GpuHelper } from "./gpu.js";
 import { DraftRunner } from "./draft.js";
@@ -15,6 +16,11 @@ const state = { cancelled: false };  // read by Python (pyodide_app.browser.JsCa
 let pyodide = null;
 let engine = null;
 let runChat = null;
+let ortWasm = null;   // the onnxruntime-web module (wasm build)
+let manifest = null;
+let site = null;
+let cacheHits = 0;    // model files served from the Cache API during load (a warm load)
+const peers = {};     // benchmark peers: backend -> {runner, session_s}
 
 const post = (message) => self.postMessage(message);
 const progress = (phase, done, total, label = "") => post({ type: "progress", phase, done, total, label });
@@ -41,6 +47,8 @@ async function modelFile(base, name, expected, onBytes) {
     if (bytes.byteLength !== expected.bytes || (await sha256Hex(bytes)) !== expected.sha256) {
       await cache.delete(url);  // stale or damaged copy: fetch again
       bytes = null;
+    } else {
+      cacheHits += 1;
     }
   }
   if (!bytes) {
@@ -89,10 +97,14 @@ async function loadRuntime(site) {
 }
 
 async function load({ kMax, context }) {
-  const site = await (await fetchOk("./vendor/site.json")).json();
-  const ort = await loadRuntime(site);
+  const started = performance.now();
+  const seconds = (since) => (performance.now() - since) / 1000;
+  const timing = {};  // seconds per phase, reported in the ready message
+  site = await (await fetchOk("./vendor/site.json")).json();
+  const ort = ortWasm = await loadRuntime(site);
+  timing.runtime_s = seconds(started);
   const manifestText = await (await fetchOk(`./${site.model}manifest.json`)).text();
-  const manifest = JSON.parse(manifestText);
+  manifest = JSON.parse(manifestText);
   const checkManifest = pyodide.pyimport("pyodide_app.manifest").check_manifest;
   try {
     checkManifest(pyodide.toPy(manifest));
@@ -120,11 +132,17 @@ async function load({ kMax, context }) {
   for (const name of names) {
     files.set(name, await modelFile(`./${site.model}`, name, manifest.files[name], (n) => { done += n; progress("model", done, total, name); }));
   }
+  timing.model_s = seconds(started) - timing.runtime_s;
+  timing.model_files_from_cache = cacheHits;
+  timing.model_files = names.length;
   const shaders = new Map();
   for (const name of site.shaders) shaders.set(name, await (await fetchOk(`./vendor/shaders/${name}.wgsl`)).text());
 
   let draft = null;
+  const draftStarted = performance.now();
   if (manifest.draft) draft = await DraftRunner.create(ort, files.get(manifest.draft.onnx), manifest.draft);
+  timing.draft_session_s = seconds(draftStarted);
+  const engineStarted = performance.now();
   let championRunner = null;
   if (!gpu) championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
   const browser = pyodide.pyimport("pyodide_app.browser");
@@ -150,6 +168,8 @@ async function load({ kMax, context }) {
     });
   }
   runChat = browser.run_chat;
+  timing.engine_s = seconds(engineStarted);  // GPU upload + pipeline compilation + warm-up (or CPU champion set-up)
+  timing.total_s = seconds(started);
   progress("gpu", 1, 1, "ready");
   post({
     type: "ready",
@@ -158,6 +178,7 @@ async function load({ kMax, context }) {
       backend: gpu ? "WebGPU" : "CPU fallback", draft: Boolean(draft), kMax,
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
+      load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
     },
   });
 }
@@ -175,6 +196,51 @@ async function chat({ id, request }) {
   post({ type: "chat-end", id });
 }
 
+// ---- benchmarks (build_tools bench) -------------------------------------------------------------------
+async function kernel({ repeats }) {
+  const bench = pyodide.pyimport("pyodide_app.kernel_bench");
+  const times = await bench.verify_sweep.callPromising(engine.champion, repeats);
+  return bench.sweep_summary(times).toJs({ dict_converter: Object.fromEntries });
+}
+
+// The peer users would otherwise pick: the same champion (champion.onnx) decoded greedily on
+// onnxruntime-web alone, wasm or WebGPU execution provider, one token per run, KV cache via host arrays.
+async function peerRunner(backend) {
+  if (!peers[backend]) {
+    const started = performance.now();
+    let ort = ortWasm;
+    if (backend === "webgpu") {
+      ort = await import("./vendor/ort-webgpu/ort.webgpu.min.mjs");
+      ort.env.wasm.wasmPaths = new URL("./vendor/ort-webgpu/", self.location.href).href;
+      ort.env.wasm.numThreads = 1;
+    }
+    const name = manifest.fallback.onnx;
+    const bytes = await modelFile(`./${site.model}`, name, manifest.files[name], () => {});
+    const runner = await DraftRunner.create(ort, bytes, manifest.fallback, [backend]);
+    peers[backend] = { runner, session_s: (performance.now() - started) / 1000 };
+  }
+  return peers[backend];
+}
+
+async function peer({ backend, request }) {
+  const { runner, session_s } = await peerRunner(backend);
+  const prompt = engine.encode_prompt(pyodide.toPy(request.messages)).toJs();
+  const eos = new Set(manifest.generation.eos_ids);
+  const limit = Math.min(request.max_tokens, engine.champion.context_limit - prompt.length);
+  runner.reset();
+  const started = performance.now();
+  let result = await runner.step(prompt, 0, 1);  // prefill + the first token (argmax at temperature 0)
+  const firstAt = performance.now();
+  const tokens = [result.token];
+  while (tokens.length < limit && !eos.has(tokens[tokens.length - 1])) {
+    result = await runner.step([tokens[tokens.length - 1]], 0, 1);
+    tokens.push(result.token);
+  }
+  const done = performance.now();
+  return { tokens, prompt_tokens: prompt.length, ttft_s: (firstAt - started) / 1000, decode_s: (done - firstAt) / 1000,
+           total_s: (done - started) / 1000, session_s };
+}
+
 let queue = Promise.resolve();
 self.onmessage = (message) => {
   const data = message.data;
@@ -183,6 +249,13 @@ self.onmessage = (message) => {
     try {
       if (data.type === "load") await load(data);
       else if (data.type === "chat") await chat(data);
+      else if (data.type === "kernel" || data.type === "peer") {
+        try {
+          post({ type: "result", id: data.id, value: await (data.type === "kernel" ? kernel(data) : peer(data)) });
+        } catch (error) {
+          post({ type: "result", id: data.id, error: String(error.message || error).split("\n").filter(Boolean).pop() });
+        }
+      }
     } catch (error) {
       post({ type: "fatal", message: String(error.message || error) });
     }

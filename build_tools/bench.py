@@ -1,0 +1,251 @@
+"""`python -m build_tools bench`: every arm side by side in one headless browser session.
+
+The real page is served on 127.0.0.1 and driven through its automation hooks (window.specChat in
+web/app.js). Per prompt the arms run interleaved (A B C ... A B C ...), so machine drift hits every
+arm alike. Arms: champion alone; prompt lookup k = 2, 4, 8, adaptive; neural k = 2, 4, adaptive;
+and the peers users would otherwise pick: the same champion ONNX greedily decoded by
+onnxruntime-web alone (wasm and WebGPU execution providers). Writes bench.json, table.md and plots.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = Path(__file__).resolve().parent / "bench_prompts.json"
+SEPARATE_STRATA = ("repetitive",)
+SETTINGS = {"greedy": {"temperature": 0.0, "top_p": 1.0}, "sampled": {"temperature": 0.7, "top_p": 0.9}}
+SEED = 20261129
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    proposer: str = "none"  # none | prompt_lookup | neural; "peer" for onnxruntime-web alone
+    k: int = 0
+    adaptive: bool = False
+    peer: str | None = None  # "wasm" | "webgpu"
+
+
+ARMS = (
+    Arm("none"),
+    Arm("lookup-k2", "prompt_lookup", 2), Arm("lookup-k4", "prompt_lookup", 4), Arm("lookup-k8", "prompt_lookup", 8),
+    Arm("lookup-adaptive", "prompt_lookup", 4, True),
+    Arm("neural-k2", "neural", 2), Arm("neural-k4", "neural", 4), Arm("neural-adaptive", "neural", 4, True),
+    Arm("ort-wasm", "peer", peer="wasm"), Arm("ort-webgpu", "peer", peer="webgpu"),
+)
+
+
+# -- the workload ---------------------------------------------------------------------------------
+
+def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: int) -> list[dict]:
+    """[{setting, stratum, prompt}] in run order."""
+    data = json.loads(PROMPTS.read_text())["strata"]
+    chosen = strata or list(data)
+    unknown = [s for s in chosen if s not in data]
+    if unknown:
+        raise SystemExit(f"bench: unknown strata {unknown}; known: {sorted(data)}")
+    items = []
+    for setting, count in (("greedy", per_stratum), ("sampled", sampled_per_stratum)):
+        for stratum in chosen:
+            items += [{"setting": setting, "stratum": stratum, "prompt": p} for p in data[stratum][:count]]
+    return items
+
+
+def page_request(arm: Arm, prompt: str, setting: str, max_tokens: int) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, **SETTINGS[setting],
+            "top_k": 0, "repetition_penalty": 1, "seed": SEED,
+            "speculative": {"proposer": arm.proposer, "k": arm.k, "adaptive": arm.adaptive}}
+
+
+# -- driving the page -------------------------------------------------------------------------------
+
+def open_page(context, url: str, timeout_s: float = 900):
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#loading", state="hidden", timeout=timeout_s * 1000)
+    if page.is_visible("#fatal"):
+        raise SystemExit(f"bench: the page failed to load: {page.text_content('#fatal-message')}")
+    return page, page.evaluate("window.specChat.info()")
+
+
+def run_arm(page, arm: Arm, item: dict, max_tokens: int) -> dict:
+    request = page_request(arm, item["prompt"], item["setting"], max_tokens)
+    record = {"arm": arm.name, **item}
+    if arm.peer:
+        try:
+            out = page.evaluate("([backend, req]) => window.specChat.peer(backend, req)", [arm.peer, request])
+        except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
+            return {**record, "error": str(error).splitlines()[0][:300]}
+        n = len(out["tokens"])
+        return {**record, "tokens": out["tokens"], "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
+                "decode_tps": (n - 1) / out["decode_s"] if n > 1 and out["decode_s"] > 0 else None,
+                "load_extra_s": out["session_s"], "tokens_per_call": 1.0}
+    out = page.evaluate("(req) => window.specChat.chat(req)", request)
+    done = out["done"]
+    if done is None or done.get("type") != "done":
+        return {**record, "error": json.dumps(done)[:300]}
+    spec, receipt = done["speculative"], done["receipt"]
+    n = len(done["tokens"])
+    decode_s = out["wall_s"] - (out["ttft_s"] or 0)
+    first = out["first_tokens"] or 1  # tokens of the first round: their time is TTFT, not decode
+    return {**record, "tokens": done["tokens"], "finish": done["finish_reason"], "ttft_s": out["ttft_s"],
+            "wall_s": out["wall_s"], "decode_tps": (n - first) / decode_s if n > first and decode_s > 0 else None,
+            "tokens_per_call": spec["tokens_per_champion_call"], "time_s": spec["time_s"],
+            "reached": receipt["reached_by_position"], "accepted_at": receipt["accepted_by_position"],
+            "proposed": spec["proposed"], "accepted": spec["accepted"], "fallback": spec["fallback_code"]}
+
+
+# -- summaries ------------------------------------------------------------------------------------
+
+def survival(records: list[dict]) -> list[float]:
+    """S_i = prod_{j<=i} (accepted at j / reached j), pooled over the records."""
+    width = max((len(r.get("reached") or []) for r in records), default=0)
+    reached = [sum((r.get("reached") or [])[i] if i < len(r.get("reached") or []) else 0 for r in records) for i in range(width)]
+    accepted = [sum((r.get("accepted_at") or [])[i] if i < len(r.get("accepted_at") or []) else 0 for r in records) for i in range(width)]
+    out, s = [], 1.0
+    for a, n in zip(accepted, reached):
+        if not n:
+            break
+        s *= a / n
+        out.append(s)
+    return out
+
+
+def median_of(records, key):
+    values = [r[key] for r in records if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def paired_speedups(records: list[dict], arm: str, base: str) -> list[float]:
+    """Per-request decode speed-up of `arm` over `base` on the same prompt and setting."""
+    by_key = {(r["setting"], r["prompt"]): r for r in records if r["arm"] == base and r.get("decode_tps")}
+    return [r["decode_tps"] / by_key[(r["setting"], r["prompt"])]["decode_tps"]
+            for r in records if r["arm"] == arm and r.get("decode_tps") and (r["setting"], r["prompt"]) in by_key]
+
+
+def summarize(records: list[dict], arms: list[Arm]) -> list[dict]:
+    rows = []
+    groups = sorted({(r["setting"], r["stratum"]) for r in records})
+    for setting, stratum in groups + [(s, "all (excl. repetitive)") for s in sorted({r["setting"] for r in records})]:
+        pool = [r for r in records if r["setting"] == setting and
+                (r["stratum"] == stratum or (stratum.startswith("all") and r["stratum"] not in SEPARATE_STRATA))]
+        base = median_of([r for r in pool if r["arm"] == "none"], "decode_tps")
+        peers = {p: median_of([r for r in pool if r["arm"] == p], "decode_tps") for p in ("ort-wasm", "ort-webgpu")}
+        for arm in arms:
+            mine = [r for r in pool if r["arm"] == arm.name]
+            if not mine:
+                continue
+            tps = median_of(mine, "decode_tps")
+            pairs = paired_speedups(pool, arm.name, "none")
+            rows.append({
+                "setting": setting, "stratum": stratum, "arm": arm.name, "requests": len(mine),
+                "errors": sum(1 for r in mine if "error" in r),
+                "decode_tps": tps, "speedup_vs_none": tps / base if tps and base else None,
+                "speedup_vs_ort_wasm": tps / peers["ort-wasm"] if tps and peers["ort-wasm"] else None,
+                "speedup_vs_ort_webgpu": tps / peers["ort-webgpu"] if tps and peers["ort-webgpu"] else None,
+                "per_request_speedup": quartiles(pairs), "tokens_per_call": median_of(mine, "tokens_per_call"),
+                "ttft_s": median_of(mine, "ttft_s"), "survival": survival(mine),
+                "time_split_s": {k: statistics.median([r["time_s"][k] for r in mine if r.get("time_s")])
+                                 for k in ("draft", "verify", "sync", "other")} if any(r.get("time_s") for r in mine) else None,
+            })
+    return rows
+
+
+def quartiles(values: list[float]):
+    if not values:
+        return None
+    if len(values) == 1:
+        return {"min": values[0], "q1": values[0], "median": values[0], "q3": values[0], "max": values[0]}
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"min": min(values), "q1": q1, "median": median, "q3": q3, "max": max(values)}
+
+
+def table(rows: list[dict]) -> str:
+    fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
+    lines = ["| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | tokens/call | TTFT s | n |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | {fmt(r['speedup_vs_none'], '.2f')} | "
+                     f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | {fmt(r['tokens_per_call'], '.2f')} | "
+                     f"{fmt(r['ttft_s'], '.2f')} | {r['requests']}{' (' + str(r['errors']) + ' failed)' if r['errors'] else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+def launch(playwright, browser: str):
+    if browser == "chromium":
+        return playwright.chromium.launch(executable_path="/usr/bin/chromium",
+                                          args=["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader", "--disable-quic"])
+    return playwright.firefox.launch(channel="moz-firefox", executable_path="/usr/bin/firefox-esr",
+                                     firefox_user_prefs={"dom.webgpu.enabled": True, "gfx.webgpu.ignore-blocklist": True})
+
+
+def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int = 24, per_stratum: int = 2,
+              sampled_per_stratum: int = 1, strata: list[str] | None = None, arm_names: list[str] | None = None,
+              kernel_repeats: int = 3, log=print) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from .plots import write_plots
+    from .serve import make_server
+    from .site import build_site
+
+    arms = [a for a in ARMS if arm_names is None or a.name in arm_names]
+    if "none" not in [a.name for a in arms]:
+        raise SystemExit("bench: the `none` arm is the baseline and must run")
+    items = workload(strata, per_stratum, sampled_per_stratum)
+    out.mkdir(parents=True, exist_ok=True)
+    site = Path(tempfile.mkdtemp(prefix="bench-site-"))
+    build_site(model, site)
+    server = make_server(site, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/?nosw"
+    started = time.perf_counter()
+    records: list[dict] = []
+    try:
+        with sync_playwright() as playwright:
+            instance = launch(playwright, browser)
+            context = instance.new_context()
+            page, cold = open_page(context, url)
+            log(f"cold load {cold['load']['total_s']:.1f} s on {cold['backend']}: {cold['adapter']}")
+            page.close()
+            page, info = open_page(context, url)  # same profile: model files come from the Cache API
+            log(f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of {info['load']['model_files']} files cached)")
+            for index, item in enumerate(items):
+                for arm in arms:
+                    if arm.peer and item["setting"] != "greedy":
+                        continue  # the peers decode greedily only (no top-p in the exported graph)
+                    record = run_arm(page, arm, item, max_tokens)
+                    records.append(record)
+                    log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: "
+                        + (f"error {record['error']}" if "error" in record else
+                           f"{len(record['tokens'])} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
+            kernel = None
+            if info["backend"] == "WebGPU":
+                kernel = page.evaluate("(n) => window.specChat.kernel(n)", kernel_repeats)
+            instance.close()
+    finally:
+        server.shutdown()
+    for record in records:  # greedy peers decode the same champion: do they agree with it?
+        if record["arm"].startswith("ort-") and "tokens" in record:
+            base = next((r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]), None)
+            record["agrees_with_champion"] = base is not None and base.get("tokens") == record["tokens"]
+    summary = summarize(records, arms)
+    result = {
+        "browser": browser, "adapter": info["adapter"], "backend": info["backend"], "model": str(model),
+        "max_tokens": max_tokens, "seed": SEED, "settings": SETTINGS, "arms": [asdict(a) for a in arms],
+        "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
+        "kernel": kernel, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
+        "summary": summary, "records": records,
+    }
+    (out / "bench.json").write_text(json.dumps(result, indent=1))
+    (out / "table.md").write_text(table(summary))
+    write_plots(result, out)
+    return result

@@ -1,0 +1,33 @@
+"""`build_tools bench` end to end on the synthetic model in Firefox, in a tiny configuration: every
+arm runs, the summary and plots are written, and the greedy peers decode the champion's tokens."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_build_tools
+
+
+def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
+    out = tmp_path / "bench"
+    result = run_build_tools("bench", "--model", str(synth_package), "--out", str(out), "--prompts", "1", "--sampled-prompts", "1",
+                             "--max-tokens", "8", "--strata", "chat,repetitive", "--kernel-repeats", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    bench = json.loads((out / "bench.json").read_text())
+    arms = {a["name"] for a in bench["arms"]}
+    assert {"none", "lookup-k2", "lookup-k4", "lookup-k8", "lookup-adaptive", "neural-k2", "neural-k4", "neural-adaptive", "ort-wasm", "ort-webgpu"} <= arms
+    errors = [r for r in bench["records"] if "error" in r]
+    assert not errors, errors
+    greedy = {(r["arm"], r["prompt"]): r["tokens"] for r in bench["records"] if r["setting"] == "greedy"}
+    for (arm, prompt), tokens in greedy.items():
+        assert tokens == greedy[("none", prompt)], f"{arm} changed the greedy answer to {prompt!r}"
+    overall = [r for r in bench["summary"] if r["stratum"].startswith("all") and r["setting"] == "greedy"]
+    assert {r["arm"] for r in overall} == arms
+    assert all(r["decode_tps"] and r["decode_tps"] > 0 for r in overall)
+    assert next(r for r in overall if r["arm"] == "none")["speedup_vs_none"] == 1.0
+    assert [k["rows"] for k in bench["kernel"]] == list(range(1, 10))
+    assert bench["load"]["warm"]["model_files_from_cache"] == bench["load"]["warm"]["model_files"]  # the second load is warm
+    assert set(bench["memory_bytes"]) == {"weights", "kv", "scratch", "draft"}
+    for plot in ("survival", "waterfall", "speedup_cdf", "break_even"):
+        assert (out / f"{plot}.png").stat().st_size > 5_000
+    assert "| greedy | all (excl. repetitive) | none |" in (out / "table.md").read_text()
