@@ -30,8 +30,8 @@ def test_settings_panel_and_compare(playwright_instance, site_url, synth_package
         app.configure(k=2)
         assert app.settings_error() is None
         rows, identity = app.compare()
-        assert "identical across 3 proposers" in identity, identity
-        assert [r.proposer for r in rows] == ["none", "prompt_lookup", "neural"]
+        assert "identical across 4 proposers" in identity, identity
+        assert [r.proposer for r in rows] == ["none", "prompt_lookup", "neural", "hybrid"]
         for row in rows:
             assert row.tokens_per_second > 0 and row.tokens_per_call >= 1.0, row
             if row.proposer != "none":

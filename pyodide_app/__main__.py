@@ -22,7 +22,7 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--model", type=Path, required=True, help="package folder (python -m build_tools package)")
     generate.add_argument("--prompt", required=True)
     generate.add_argument("--system", help="system message (default: the chat template's own)")
-    generate.add_argument("--mode", choices=("none", "prompt_lookup", "neural"), default="prompt_lookup")
+    generate.add_argument("--mode", choices=("none", "prompt_lookup", "neural", "hybrid"), default="prompt_lookup")
     generate.add_argument("--k", type=int, default=4)
     generate.add_argument("--k-max", type=int, default=8, help="rows the GPU buffers are sized for, minus one")
     generate.add_argument("--adaptive", action="store_true")

@@ -2,7 +2,7 @@
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
                  "repetition_penalty": 1.0, "stop": [...], "seed": 0,
-                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural", "k": 4, "adaptive": False}})
+                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid", "k": 4, "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
        never shows a possible start of a stop string early)
     -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
@@ -23,12 +23,12 @@ from .chat_template import ChatTemplate, TemplateError
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats
 from .processors import SamplingSettings
-from .proposers import NeuralProposer, NoProposer, PromptLookup
+from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
 from .proposers.neural import DraftRuntime
 from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
 
-PROPOSERS = ("none", "prompt_lookup", "neural")
+PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid")
 REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
 RECEIPT_VERSION = 1
 ERROR_MESSAGES = {
@@ -178,10 +178,11 @@ class Engine:
     def _proposer(self, request: ChatRequest):
         if request.proposer == "prompt_lookup":
             return PromptLookup()
-        if request.proposer == "neural":
+        if request.proposer in ("neural", "hybrid"):
             if self.draft_runtime is None:
-                raise InvalidSettings("this package has no draft model: the neural proposer is unavailable")
-            return NeuralProposer(self.draft_runtime, request.sampling.temperature)
+                raise InvalidSettings(f"this package has no draft model: the {request.proposer} proposer is unavailable")
+            neural = NeuralProposer(self.draft_runtime, request.sampling.temperature)
+            return neural if request.proposer == "neural" else HybridProposer(neural)
         return NoProposer()
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
@@ -244,7 +245,7 @@ class Engine:
             "receipt_version": RECEIPT_VERSION,
             "request_nonce": secrets.token_hex(8),
             "champion_weights": identity["champion_weights"],
-            "draft_weights": identity.get("draft_weights") if request.proposer == "neural" else "none",
+            "draft_weights": identity.get("draft_weights") if request.proposer in ("neural", "hybrid") else "none",
             "tokenizer": identity["tokenizer"],
             "chat_template": identity["chat_template"],
             "sampling_policy": _digest(policy),

@@ -56,8 +56,8 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
         chat(engine, prompt, "none", 0, max_tokens=1, temperature=0)  # prefill once, so every arm reuses it
         alone = chat(engine, prompt, "none", 0, max_tokens=24, temperature=0)
         rows.append((name, "none", 0, alone))
-        for proposer in ("prompt_lookup", "neural"):
-            for k in (1, 2, 4, 8):
+        for proposer in ("prompt_lookup", "neural", "hybrid"):
+            for k in ((1, 2, 4, 8) if proposer != "hybrid" else (4, 8)):
                 done = chat(engine, prompt, proposer, k, max_tokens=24, temperature=0)
                 assert done["tokens"] == alone["tokens"], f"{name} {proposer} k={k}"
                 rows.append((name, proposer, k, done))
@@ -106,7 +106,7 @@ def sampled_first_tokens(engine, content: str, proposer: str, samples: int) -> d
 SAMPLES = 400
 
 
-@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural"])
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid"])
 def test_first_three_tokens_follow_the_champion_law(synth_engine, proposer):
     content = "the capital of france is paris. the capital of"
     prompt = synth_engine.encode_prompt([{"role": "user", "content": content}])
@@ -332,7 +332,7 @@ def test_cli_json_and_samples(synth_package):
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: k must be an integer in [0, 8], got 99"]
 
 
-@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural"])
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, synth_engine, proposer, temperature):
     """champion.onnx on onnxruntime + acceptance in Python (the no-WebGPU path) vs the WGSL champion."""

@@ -25,7 +25,7 @@ from pyodide_app import acceptance
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import GenerationConfig, Orchestrator
 from pyodide_app.processors import EXACT, SamplingSettings
-from pyodide_app.proposers import ModelDraft, NoProposer, PromptLookup
+from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.table_model import TableModel
 
 from .enumeration import chain_rule_joint, output_distribution
@@ -121,11 +121,14 @@ def fixture_ids():
             yield pytest.param(vocab, k, case, "draft", id=f"V{vocab}-k{k}-{case.name}-draft")
             if case.name in PROMPT_LOOKUP_CASES:
                 yield pytest.param(vocab, k, case, "prompt_lookup", id=f"V{vocab}-k{k}-{case.name}-prompt_lookup")
+                yield pytest.param(vocab, k, case, "hybrid", id=f"V{vocab}-k{k}-{case.name}-hybrid")
 
 
 def make_proposer(kind: str, case: Case, draft: TableModel):
     if kind == "prompt_lookup":
         return PromptLookup(n_max=2, n_min=1)
+    if kind == "hybrid":  # lookup on a 2-gram match, else the model draft: the law switches per round
+        return HybridProposer(ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=2))
     return ModelDraft(draft, case.draft, ops=EXACT)
 
 

@@ -15,7 +15,7 @@ import pytest
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import Emitted, Finished, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings
-from pyodide_app.proposers import ModelDraft, NoProposer, PromptLookup
+from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.table_model import TableModel
 
 # Byte pieces per token: multi-byte characters split across tokens, an empty
@@ -47,6 +47,7 @@ def proposers_for(model: TableModel, settings: SamplingSettings, rng: random.Ran
         "greedy_draft": ModelDraft(other, SamplingSettings(temperature=0)),
         "sampled_draft": ModelDraft(other, SamplingSettings(temperature=1.0)),
         "perfect_draft": ModelDraft(model, settings),  # the champion itself: every draft is right
+        "hybrid": HybridProposer(ModelDraft(other, SamplingSettings(temperature=1.0)), PromptLookup(n_max=3, n_min=2)),
     }
 
 

@@ -107,7 +107,7 @@ def engines(synth_package):
     return sync, asynchronous
 
 
-@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural"])
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_async_driver_gives_the_synchronous_tokens(engines, proposer, temperature):
     sync, asynchronous = engines

@@ -6,7 +6,7 @@ import { survivalChart, timeChart } from "./charts.js";
 const DEFAULTS = { proposer: "prompt_lookup", k: 4, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
   repetition_penalty: 1, seed: 0, max_tokens: 256 };
 const STORAGE_KEY = "spec-chat-settings";
-const PROPOSERS = ["none", "prompt_lookup", "neural"];
+const PROPOSERS = ["none", "prompt_lookup", "neural", "hybrid"];
 const $ = (id) => document.getElementById(id);
 
 const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
@@ -207,7 +207,7 @@ async function compare() {
   setBusy(true);
   const results = [];
   for (const proposer of PROPOSERS) {
-    if (proposer === "neural" && !info.draft) continue;
+    if ((proposer === "neural" || proposer === "hybrid") && !info.draft) continue;
     let done = null;
     await runChat(request(s, conversation, { proposer, temperature: 0 }), (event) => { if (event.type === "done") done = event; });
     if (done) results.push(done);
