@@ -18,7 +18,7 @@ from .native import native_tokens
 
 SYNTH_PROMPT = "hello world, the world says hello"
 SEED = 1234
-PROPOSER_CASES = [("none", 1), ("prompt_lookup", 1), ("prompt_lookup", 4), ("neural", 1), ("neural", 4)]
+PROPOSER_CASES = [("none", 1), ("prompt_lookup", 1), ("prompt_lookup", 4), ("neural", 1), ("neural", 4), ("hybrid", 4)]
 CPU_ENGINES = {"webkitgtk", "chromium-nogpu"}
 REAL_PROMPTS = {
     "rewrite": "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
@@ -68,7 +68,7 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
 
 @pytest.mark.parametrize("engine", GPU_ENGINES)
 def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_instance, real_site_url, real_package, artifacts, engine):
-    cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0)]
+    cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0), ("hybrid", 4, 0.0)]
     with open_app(playwright_instance, engine, real_site_url + "?nosw") as app:
         backend_text = app.wait_ready()
         assert "WebGPU" in backend_text
