@@ -101,6 +101,7 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int) -> dict:
         return {**record, "tokens": out["tokens"], "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
                 "decode_tps": (n - 1) / out["decode_s"] if n > 1 and out["decode_s"] > 0 else None,
                 "load_extra_s": out["session_s"], "tokens_per_call": 1.0}
+    page.evaluate("() => window.specChat.forget()")  # every arm pays its own prefill (TTFT is comparable)
     out = page.evaluate("(req) => window.specChat.chat(req)", request)
     done = out["done"]
     if done is None or done.get("type") != "done":
@@ -220,7 +221,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     out.mkdir(parents=True, exist_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
     build_site(model, site)
-    server = make_server(site, port=0)
+    server = make_server(site, port=0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/?nosw"
     started = time.perf_counter()

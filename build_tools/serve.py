@@ -33,6 +33,11 @@ ISOLATION_HEADERS = {
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+    quiet = False  # True: no request log (benchmarks print their own progress)
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+        if not self.quiet:
+            super().log_message(format, *args)
 
     def end_headers(self) -> None:
         for name, value in ISOLATION_HEADERS.items():
@@ -40,10 +45,10 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         super().end_headers()
 
 
-def make_server(site: Path, port: int, host: str = "127.0.0.1") -> http.server.ThreadingHTTPServer:
+def make_server(site: Path, port: int, host: str = "127.0.0.1", quiet: bool = False) -> http.server.ThreadingHTTPServer:
     if not (site / "index.html").is_file():
         raise SystemExit(f"serve: {site}/index.html not found")
-    handler = functools.partial(SiteHandler, directory=str(site))
+    handler = functools.partial(type("QuietHandler", (SiteHandler,), {"quiet": True}) if quiet else SiteHandler, directory=str(site))
     return http.server.ThreadingHTTPServer((host, port), handler)
 
 

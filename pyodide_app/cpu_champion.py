@@ -36,6 +36,10 @@ class CpuChampion:
         self.chunk = chunk  # prompt rows per runtime call
         self.calls = 0
 
+    def forget(self) -> None:
+        """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
+        self.runtime.truncate(0)
+
     def prefill(self, tokens: Sequence[int]) -> Generator[Wait, None, None]:
         tokens = list(tokens)
         keep = common_prefix(self.runtime.cached, tokens)

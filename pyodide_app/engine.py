@@ -169,6 +169,13 @@ class Engine:
             report["draft"] = files[draft["onnx"]]["bytes"] + kv_capacity_bytes(draft["config"], limit)
         return report
 
+    def forget_context(self) -> None:
+        """Forget cached prefixes (champion KV, draft KV), so the next request pays its whole prefill
+        as a fresh conversation does. Benchmarks call it between arms; answers are unaffected."""
+        self.champion.forget()
+        if self.draft_runtime is not None:
+            self.draft_runtime.reset()
+
     def encode_prompt(self, messages: Sequence[dict]) -> list[int]:
         try:
             return self.tokenizer.encode(self.template.render(messages))

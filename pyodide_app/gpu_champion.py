@@ -288,6 +288,10 @@ class GPUChampion:
         v = self.vocab_size
         return [data[r * v : (r + 1) * v].tolist() for r in range(rows)]
 
+    def forget(self) -> None:
+        """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
+        self.kv_tokens = []
+
     def prefill(self, tokens: Sequence[int]) -> None:
         """KV rows 0..len(tokens)-1, in chunks of T_max rows. Rows already holding the same token
         prefix are kept: a KV row depends only on the tokens up to it (batch invariance makes that

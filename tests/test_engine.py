@@ -342,3 +342,13 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
     request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 16,
                "temperature": temperature, "seed": 5, "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 4}}
     assert list(cpu_engine.chat(request))[-1]["tokens"] == list(synth_engine.chat(request))[-1]["tokens"]
+
+
+def test_forget_context_only_drops_the_cached_prefix(synth_engine):
+    request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 12,
+               "temperature": 0, "speculative": {"proposer": "neural", "k": 3}}
+    first = list(synth_engine.chat(request))[-1]["tokens"]
+    assert synth_engine.champion.kv_tokens and synth_engine.draft_runtime.cached
+    synth_engine.forget_context()
+    assert synth_engine.champion.kv_tokens == [] and synth_engine.draft_runtime.cached == []
+    assert list(synth_engine.chat(request))[-1]["tokens"] == first

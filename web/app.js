@@ -127,6 +127,7 @@ window.specChat = {
              first_tokens: firstTokens };
   },
   kernel: (repeats) => workerCall("kernel", { repeats }),
+  forget: () => workerCall("forget", {}),  // the next request prefills from scratch, like a fresh conversation
   peer: (backend, req) => workerCall("peer", { backend, request: req }),
 };
 

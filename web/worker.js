@@ -3,7 +3,7 @@
 // against the manifest's sha256 and kept in the Cache API for the next visit.
 //
 // main -> worker: {type: "load", kMax, context} | {type: "chat", id, request} | {type: "stop"}
-//                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request}
+//                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request} | {type: "forget", id}
 // worker -> main: {type: "progress", phase, done, total} | {type: "ready", info} | {type: "fatal", message}
 //                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
 
@@ -249,9 +249,10 @@ self.onmessage = (message) => {
     try {
       if (data.type === "load") await load(data);
       else if (data.type === "chat") await chat(data);
-      else if (data.type === "kernel" || data.type === "peer") {
+      else if (data.type === "kernel" || data.type === "peer" || data.type === "forget") {
         try {
-          post({ type: "result", id: data.id, value: await (data.type === "kernel" ? kernel(data) : peer(data)) });
+          const work = { kernel, peer, forget: async () => { engine.forget_context(); return true; } }[data.type];
+          post({ type: "result", id: data.id, value: await work(data) });
         } catch (error) {
           post({ type: "result", id: data.id, error: String(error.message || error).split("\n").filter(Boolean).pop() });
         }
