@@ -152,6 +152,16 @@ def command_bench(args) -> None:
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
 
 
+def command_distill(args) -> None:
+    from .distill import run_distill
+
+    spec = Path(args.champion) if args.champion else Path(str(__import__("build_tools.gguf_source", fromlist=["x"]).default_champion_path()))
+    result = run_distill(spec, args.out, args.generate_minutes, args.minutes, args.seed, args.shape, args.max_tokens,
+                         args.max_answers, args.eval_per_task)
+    print(f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
+          f"{result['data']['answer_tokens']} training tokens, cost {100 * result['macs_per_token']['ratio']:.1f}% of the champion")
+
+
 def command_serve(args) -> None:
     from .serve import serve
 
@@ -200,6 +210,18 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument("--kernel-repeats", type=int, default=3)
     bench.set_defaults(run=command_bench)
+
+    distill = commands.add_parser("distill", help="train a tiny draft on the champion's answers (needs the distill extra: torch)")
+    distill.add_argument("--champion", help="package folder, GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct)")
+    distill.add_argument("--out", type=Path, required=True, help="work folder; its data/ grows across runs")
+    distill.add_argument("--minutes", type=float, default=30, help="training time budget")
+    distill.add_argument("--generate-minutes", type=float, default=30, help="time budget for new champion answers this run")
+    distill.add_argument("--seed", type=int, default=0)
+    distill.add_argument("--shape", choices=("small", "tiny"), default="small", help="small: 2 layers d=256; tiny: for tests")
+    distill.add_argument("--max-tokens", type=int, default=128, help="answer length cap")
+    distill.add_argument("--max-answers", type=int, help="stop after this many training prompts (tests)")
+    distill.add_argument("--eval-per-task", type=int, default=6)
+    distill.set_defaults(run=command_distill)
 
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)

