@@ -202,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
     bench = commands.add_parser("bench", help="all proposers and the onnxruntime-web peers side by side in one browser run")
     bench.add_argument("--browser", choices=("chromium", "firefox"), default="firefox")
     bench.add_argument("--model", type=Path, help="package folder (default: the default package in web/model)")
-    bench.add_argument("--out", type=Path, default=ROOT / "test-results" / "bench")
+    bench.add_argument("--out", type=Path, default=ROOT / "build" / "bench", help="(not test-results/: pytest-playwright empties it)")
     bench.add_argument("--max-tokens", type=int, default=16)
     bench.add_argument("--prompts", type=int, default=1, help="greedy prompts per stratum (the set holds 3; the default keeps the run under 30 min)")
     bench.add_argument("--sampled-prompts", type=int, default=1, help="prompts per stratum at temperature 0.7, top-p 0.9")

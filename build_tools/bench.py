@@ -219,6 +219,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
         raise SystemExit("bench: the `none` arm is the baseline and must run")
     items = workload(strata, per_stratum, sampled_per_stratum)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "records.jsonl").unlink(missing_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
     build_site(model, site)
     server = make_server(site, port=0, quiet=True)
@@ -242,6 +243,9 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                         continue
                     record = run_arm(page, arm, item, max_tokens)
                     records.append(record)
+                    out.mkdir(parents=True, exist_ok=True)
+                    with open(out / "records.jsonl", "a") as raw:  # kept even if the run dies later
+                        raw.write(json.dumps(record) + "\n")
                     log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: "
                         + (f"error {record['error']}" if "error" in record else
                            f"{len(record['tokens'])} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
@@ -263,6 +267,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
         "kernel": kernel, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
         "summary": summary, "records": records,
     }
+    out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=1))
     (out / "table.md").write_text(table(summary))
     write_plots(result, out)
