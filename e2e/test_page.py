@@ -58,35 +58,38 @@ def test_offline_after_the_first_visit_and_no_foreign_requests(playwright_instan
     assert foreign == []
 
 
-def test_a_corrupted_shard_is_refused_naming_it(playwright_instance, tmp_path, synth_package):
+def fatal_message(playwright, tmp_path, synth_package, engine: str, damage) -> str:
+    """The error screen of a site whose package copy was changed by damage(folder)."""
     model = tmp_path / "model"
     shutil.copytree(synth_package, model)
-    shard = model / "champion-000.bin"
-    data = bytearray(shard.read_bytes())
-    data[1000] ^= 0x10
-    shard.write_bytes(bytes(data))
+    damage(model)
     url, server = serve_site(model, tmp_path / "site")
     try:
-        with open_app(playwright_instance, "chromium", url + "?nosw") as app:
-            message = app.wait_fatal()
-        assert "champion-000.bin" in message and "sha256" in message, message
+        with open_app(playwright, engine, url + "?nosw") as app:
+            return app.wait_fatal()
     finally:
         server.shutdown()
+
+
+def test_a_corrupted_shard_is_refused_naming_it(playwright_instance, tmp_path, synth_package):
+    def flip_a_bit(model):
+        shard = model / "champion-000.bin"
+        data = bytearray(shard.read_bytes())
+        data[1000] ^= 0x10
+        shard.write_bytes(bytes(data))
+
+    message = fatal_message(playwright_instance, tmp_path, synth_package, "chromium", flip_a_bit)
+    assert "champion-000.bin" in message and "sha256" in message, message
 
 
 def test_a_draft_with_another_tokenizer_is_refused(playwright_instance, tmp_path, synth_package):
-    model = tmp_path / "model"
-    shutil.copytree(synth_package, model)
-    manifest = json.loads((model / "manifest.json").read_text())
-    manifest["identity"]["draft_tokenizer"] = "0" * 64  # the draft was built for a different tokenizer
-    (model / "manifest.json").write_text(json.dumps(manifest))
-    url, server = serve_site(model, tmp_path / "site")
-    try:
-        with open_app(playwright_instance, "firefox", url + "?nosw") as app:
-            message = app.wait_fatal()
-        assert "draft.onnx" in message and "tokenizer" in message, message
-    finally:
-        server.shutdown()
+    def other_tokenizer(model):  # the draft was built for a different tokenizer
+        manifest = json.loads((model / "manifest.json").read_text())
+        manifest["identity"]["draft_tokenizer"] = "0" * 64
+        (model / "manifest.json").write_text(json.dumps(manifest))
+
+    message = fatal_message(playwright_instance, tmp_path, synth_package, "firefox", other_tokenizer)
+    assert "draft.onnx" in message and "tokenizer" in message, message
 
 
 @pytest.mark.parametrize("engine", ["chromium", "webkitgtk"])
