@@ -154,8 +154,9 @@ def command_bench(args) -> None:
 
 def command_distill(args) -> None:
     from .distill import run_distill
+    from .gguf_source import default_champion_path
 
-    spec = Path(args.champion) if args.champion else Path(str(__import__("build_tools.gguf_source", fromlist=["x"]).default_champion_path()))
+    spec = Path(args.champion) if args.champion else default_champion_path()
     result = run_distill(spec, args.out, args.generate_minutes, args.minutes, args.seed, args.shape, args.max_tokens,
                          args.max_answers, args.eval_per_task)
     print(f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "

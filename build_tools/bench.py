@@ -121,9 +121,15 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int) -> dict:
 
 def survival(records: list[dict]) -> list[float]:
     """S_i = prod_{j<=i} (accepted at j / reached j), pooled over the records."""
-    width = max((len(r.get("reached") or []) for r in records), default=0)
-    reached = [sum((r.get("reached") or [])[i] if i < len(r.get("reached") or []) else 0 for r in records) for i in range(width)]
-    accepted = [sum((r.get("accepted_at") or [])[i] if i < len(r.get("accepted_at") or []) else 0 for r in records) for i in range(width)]
+    def pooled(key: str) -> list[int]:  # per-position sums; records differ in length (k, adaptive)
+        totals: list[int] = []
+        for r in records:
+            for i, n in enumerate(r.get(key) or []):
+                totals.extend([0] * (i + 1 - len(totals)))
+                totals[i] += n
+        return totals
+
+    reached, accepted = pooled("reached"), pooled("accepted_at")
     out, s = [], 1.0
     for a, n in zip(accepted, reached):
         if not n:

@@ -38,8 +38,6 @@ def champion_package(spec: Path, out: Path, log) -> Path:
 
 
 def champion_source(package: Path):
-    from pyodide_app.manifest import ModelConfig  # noqa: F401 - the config type read_champion returns
-
     from .source import ModelSource
     from .verify import load_manifest, read_champion
 

@@ -27,36 +27,22 @@ MODES = {"greedy": (0.0, 1.0), "sampled": (0.8, 0.95)}  # temperature, top-p
 
 
 class ChampionAnswerer:
-    """champion.onnx with a KV cache; greedy or sampled answers with their top-K logits."""
+    """champion.onnx (the native CPU champion's runtime); greedy or sampled answers with their top-K logits."""
 
-    def __init__(self, package: Path, threads: int = 2):
-        import onnxruntime as ort
+    def __init__(self, package: Path):
+        from pyodide_app.native.onnx_champion import open_runtime
 
         manifest = json.loads((package / "manifest.json").read_text())
         if not manifest.get("fallback"):
             raise SystemExit(f"distill: {package} has no champion.onnx (build it without --no-fallback)")
-        entry = manifest["fallback"]
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        self.session = ort.InferenceSession(str(package / entry["onnx"]), options, providers=["CPUExecutionProvider"])
-        config = entry["config"]
-        self.layers, self.kv_heads, self.head_dim = config["n_layers"], config["n_kv_heads"], config["head_dim"]
-        self.outputs = [o.name for o in self.session.get_outputs()]
+        self.runtime = open_runtime(package, manifest)
         self.eos = set(manifest["generation"]["eos_ids"])
-
-    def _run(self, tokens, past):
-        feeds = {"input_ids": np.asarray([tokens], np.int64), "temperature": np.zeros(1, np.float32),
-                 "uniform": np.ones(1, np.float32), **past}
-        out = dict(zip(self.outputs, self.session.run(None, feeds)))
-        past = {n.replace("present", "past"): v for n, v in out.items() if n.startswith("present")}
-        return out["all_logits"][0, -1].astype(np.float32), past  # the last row: logits for the next token
 
     def answer(self, prompt: list[int], max_tokens: int, mode: str, rng: np.random.Generator):
         """-> (answer ids, top_ids [n, K] int32, top_logits [n, K] float16)."""
         temperature, top_p = MODES[mode]
-        empty = np.zeros((1, self.kv_heads, 0, self.head_dim), np.float32)
-        past = {f"past_{kind}_{i}": empty for i in range(self.layers) for kind in ("key", "value")}
-        logits, past = self._run(prompt, past)
+        self.runtime.reset()
+        logits = self.runtime.run_array(prompt)[-1]  # the last row: logits for the next token
         tokens, top_ids, top_logits = [], [], []
         for _ in range(max_tokens):
             ids = np.argpartition(-logits, TOP_K)[:TOP_K]
@@ -67,7 +53,7 @@ class ChampionAnswerer:
             tokens.append(token)
             if token in self.eos:
                 break
-            logits, past = self._run([token], past)
+            logits = self.runtime.run_array([token])[-1]
         return tokens, np.stack(top_ids), np.stack(top_logits)
 
 

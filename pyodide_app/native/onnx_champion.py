@@ -12,6 +12,10 @@ from .onnx_draft import OnnxDraftRuntime
 
 class OnnxChampionRuntime(OnnxDraftRuntime):
     def run(self, tokens: Sequence[int]) -> list[list[float]]:
+        return self.run_array(tokens).astype(np.float64).tolist()
+
+    def run_array(self, tokens: Sequence[int]) -> np.ndarray:
+        """Feed tokens after the cached ones; float32 logits [T, V], one row per token."""
         feeds = {
             "input_ids": np.asarray([list(tokens)], np.int64),
             "temperature": np.zeros(1, np.float32),
@@ -21,7 +25,7 @@ class OnnxChampionRuntime(OnnxDraftRuntime):
         out = dict(zip(self.outputs, self.session.run(None, feeds)))
         self.past = {name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")}
         self.cached.extend(tokens)
-        return out["all_logits"][0].astype(np.float64).tolist()
+        return out["all_logits"][0]
 
 
 def open_runtime(folder: Path, manifest: dict) -> OnnxChampionRuntime:

@@ -24,19 +24,15 @@ class HybridProposer:
     def __init__(self, draft: Proposer, lookup: PromptLookup | None = None):
         self.lookup = lookup or PromptLookup(n_max=3, n_min=2)
         self.draft = draft
-        self.rounds = {"lookup": 0, "draft": 0}  # which source drafted, per round of the current request
 
     def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         proposal = self.lookup.propose(context, k, round_index, draws)
         if proposal.tokens:
-            self.rounds["lookup"] += 1
             return proposal
-        self.rounds["draft"] += 1
         return (yield from settle(self.draft.propose(context, k, round_index, draws)))
 
     def reset(self) -> None:
-        self.rounds = {"lookup": 0, "draft": 0}
         self.lookup.reset()
         self.draft.reset()
