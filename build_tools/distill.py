@@ -3,7 +3,9 @@
     DIR/champion/     the champion package (built from SRC unless SRC already is a package)
     DIR/data/         training answers (resumable: a later run adds to them; never in git)
     DIR/eval-data/    greedy answers to the fixed evaluation prompts (distill_prompts.evaluation_prompts)
-    DIR/draft.onnx, DIR/draft.json (its manifest entry), DIR/provenance.json
+    DIR/draft.onnx, DIR/draft.json (its manifest entry), DIR/provenance.json, DIR/torch_reference.npz
+                      (the trained model's logits on 4 held-out sequences): the files of a prebuilt draft
+                      (build_tools/prebuilt_draft.py); the shipped one is build_tools/drafts/smollm2-135m-distilled
 """
 
 from __future__ import annotations
@@ -88,8 +90,14 @@ def run_distill(spec: Path, out: Path, generate_minutes: float, train_minutes: f
     draft_source = to_source(model, shape, vocab, source)  # snaps the weights to their exported Q8_0 values
     scores = agreement(model, eval_answers, vocab)
     entry = export_llama(draft_source, shape.n_layers, out / "draft.onnx", id_map=vocab)
+    entry["description"] = f"distilled {shape.n_layers}-layer d={shape.d_model} draft (build_tools distill, seed {seed})"
     (out / "draft.json").write_text(json.dumps(entry))
-    onnx_gap = onnx_vs_torch(model, out / "draft.onnx", entry, eval_answers[:4])
+    reference = torch_reference(model, eval_answers[:4])
+    np.savez(out / "torch_reference.npz", **reference)
+    gap = onnx_gap(out / "draft.onnx", entry, reference)
+    prompt = [int(t) for t in eval_answers[0].sequence[: eval_answers[0].prompt_len]]
+    wall = {"draft": onnx_ms_per_token(out / "draft.onnx", entry, prompt),
+            "champion": onnx_ms_per_token(package / manifest["fallback"]["onnx"], manifest["fallback"], prompt)}
     champion_macs = macs_per_token(manifest["champion"]["config"], source.config.vocab_size)
     draft_macs = macs_per_token(entry["config"], len(vocab))
     provenance = {
@@ -100,30 +108,53 @@ def run_distill(spec: Path, out: Path, generate_minutes: float, train_minutes: f
                  "max_tokens": max_tokens, "this_run": gen},
         "shape": shape.__dict__, "output_vocab_coverage": coverage, "seed": seed, "training": fit,
         "evaluation": scores, "macs_per_token": {"draft": draft_macs, "champion": champion_macs, "ratio": draft_macs / champion_macs},
-        "onnx_vs_torch_max_abs_logit_diff": onnx_gap,
+        "onnx_vs_torch_max_abs_logit_diff": gap,
+        "onnxruntime_ms_per_token_one_thread": {**wall, "ratio": wall["draft"] / wall["champion"]},
         "draft_onnx_sha256": hashlib.sha256((out / "draft.onnx").read_bytes()).hexdigest(),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=1))
     log(f"[distill] agreement {scores['overall']:.3f} on {scores['tokens']} held-out tokens; "
-        f"cost {100 * draft_macs / champion_macs:.1f}% of the champion's MACs; coverage {coverage:.3f}")
+        f"cost {100 * draft_macs / champion_macs:.1f}% of the champion's MACs, {wall['draft']:.2f} vs {wall['champion']:.2f} ms "
+        f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {coverage:.3f}")
     return provenance
 
 
-def onnx_vs_torch(model, path: Path, entry: dict, answers) -> float:
-    """Largest |logit difference| between the exported graph (onnxruntime) and the model, over full sequences."""
-    import onnxruntime as ort
+def onnx_ms_per_token(path: Path, entry: dict, prompt: list[int], steps: int = 32) -> float:
+    """Wall milliseconds per one-token decode step of an exported graph on onnxruntime with one thread."""
+    from pyodide_app.native.onnx_draft import OnnxDraftRuntime
+
+    runtime = OnnxDraftRuntime(path, entry, threads=1)
+    token, _ = runtime.step(prompt, 0.0, 1.0)
+    started = time.perf_counter()
+    for _ in range(steps):
+        token, _ = runtime.step([token], 0.0, 1.0)
+    return 1000 * (time.perf_counter() - started) / steps
+
+
+def torch_reference(model, answers) -> dict:
+    """The trained model's last-position logits on whole held-out sequences: sequences int64 [n] concatenated,
+    lengths [m], logits float32 [m, V']. Shipped with the draft so a test can check draft.onnx against it."""
     import torch
+
+    with torch.no_grad():
+        logits = [model(torch.from_numpy(a.sequence)[None])[0, -1].numpy() for a in answers]
+    return {"sequences": np.concatenate([a.sequence for a in answers]), "lengths": np.asarray([len(a.sequence) for a in answers]),
+            "logits": np.stack(logits)}
+
+
+def onnx_gap(path: Path, entry: dict, reference: dict) -> float:
+    """Largest |logit difference| between the graph at `path` (onnxruntime) and a torch_reference()."""
+    import onnxruntime as ort
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     c = entry["config"]
-    worst = 0.0
-    for a in answers:
-        empty = np.zeros((1, c["n_kv_heads"], 0, c["head_dim"]), np.float32)
-        feeds = {"input_ids": a.sequence[None], "temperature": np.zeros(1, np.float32), "uniform": np.ones(1, np.float32),
-                 **{f"past_{kind}_{i}": empty for i in range(c["n_layers"]) for kind in ("key", "value")}}
+    empty = np.zeros((1, c["n_kv_heads"], 0, c["head_dim"]), np.float32)
+    past = {f"past_{kind}_{i}": empty for i in range(c["n_layers"]) for kind in ("key", "value")}
+    worst, start = 0.0, 0
+    for length, expected in zip(reference["lengths"], reference["logits"]):
+        ids = np.asarray(reference["sequences"][start : start + length], np.int64)[None]
+        feeds = {"input_ids": ids, "temperature": np.zeros(1, np.float32), "uniform": np.ones(1, np.float32), **past}
         logits = session.run(["logits"], feeds)[0][0]  # the last position
-        with torch.no_grad():
-            expected = model(torch.from_numpy(a.sequence)[None])[0, -1].numpy()
-        worst = max(worst, float(np.abs(logits - expected).max()))
+        worst, start = max(worst, float(np.abs(logits - expected).max())), start + length
     return worst

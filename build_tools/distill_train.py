@@ -221,22 +221,42 @@ def train(model, answers: list[Answer], vocab: np.ndarray, minutes: float, seed:
     return {"steps": steps, "epochs": epoch, "final_loss": last, "seconds": time.monotonic() - started}
 
 
-def agreement(model, answers: list[Answer], vocab: np.ndarray) -> dict:
-    """Teacher-forced top-1 agreement with the champion's greedy answers, overall and per task."""
+def agreement(model, answers: list[Answer], vocab: np.ndarray, ks=(2, 4, 8)) -> dict:
+    """Teacher-forced top-1 agreement with the champion's greedy answers, overall and per task, and the
+    expected tokens per champion call of greedy speculative decoding at each k (see tokens_per_call)."""
     import torch
 
     hits: Counter = Counter()
     totals: Counter = Counter()
+    runs = []
     with torch.no_grad():
         for a in answers:
             logits = model(torch.from_numpy(a.sequence)[None])[0, a.prompt_len - 1 : len(a.sequence) - 1]
-            predicted = vocab[logits.argmax(-1).numpy()]
-            same = int((predicted == a.sequence[a.prompt_len:]).sum())
-            hits[a.task] += same
-            totals[a.task] += len(predicted)
+            same = vocab[logits.argmax(-1).numpy()] == a.sequence[a.prompt_len:]
+            hits[a.task] += int(same.sum())
+            totals[a.task] += len(same)
+            runs.append(same)
     per_task = {task: hits[task] / totals[task] for task in sorted(totals)}
     overall = sum(hits.values()) / max(sum(totals.values()), 1)
-    return {"overall": overall, "per_task": per_task, "tokens": sum(totals.values())}
+    per_call = {str(k): tokens_per_call(runs, k) for k in ks}
+    return {"overall": overall, "per_task": per_task, "tokens": sum(totals.values()), "tokens_per_call": per_call}
+
+
+def tokens_per_call(hits: list[np.ndarray], k: int) -> float:
+    """Greedy speculative decoding replayed along each answer: a round at position i accepts the draft's
+    run of consecutive hits (at most k; while it matches, its own tokens are the champion's, so teacher
+    forcing is exact) plus the champion's own token. -> answer tokens / champion calls."""
+    tokens = calls = 0
+    for same in hits:
+        i = 0
+        while i < len(same):
+            run = 0
+            while run < k and i + run < len(same) and same[i + run]:
+                run += 1
+            i += run + 1
+            calls += 1
+        tokens += len(same)
+    return tokens / max(calls, 1)
 
 
 # -- export ---------------------------------------------------------------------------------------

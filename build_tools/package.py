@@ -30,6 +30,7 @@ from pyodide_app.manifest import (
     tokenizer_identity,
 )
 
+from .prebuilt_draft import PrebuiltDraft, check_prebuilt_identity
 from .source import ModelSource, SourceError, Tensor, layer_tensor_names
 
 MANIFEST = "manifest.json"
@@ -44,10 +45,21 @@ FALLBACK_FILE = "champion.onnx"  # the champion for browsers without WebGPU (all
 class DraftPlan:
     """What to export as the draft. `source` is the draft model; `n_layers` limits its depth (self:N)."""
 
-    kind: str  # "self" (champion's first layers) | "model" (a separate model)
-    source: ModelSource
+    kind: str  # "self" (champion's first layers) | "model" (a separate model) | "prebuilt" (a shipped draft.onnx)
+    source: ModelSource | None  # None for "prebuilt"
     n_layers: int
     description: str
+    prebuilt: PrebuiltDraft | None = None
+
+    def identity(self) -> dict:
+        """The draft's tokenizer, special tokens and chat template hashes (manifest identity fields)."""
+        if self.prebuilt is not None:
+            theirs = self.prebuilt.identity
+            return {"draft_tokenizer": theirs["tokenizer"], "draft_special_tokens": theirs["special_tokens"],
+                    "draft_chat_template": theirs["chat_template"]}
+        theirs = tokenizer_identity(self.source.tokenizer)
+        return {"draft_tokenizer": theirs["tokenizer"], "draft_special_tokens": theirs["special_tokens"],
+                "draft_chat_template": sha256_hex(self.source.chat_template.encode("utf-8"))}
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -188,6 +200,8 @@ def build_package(
     if draft is not None and draft.kind == "model":
         check_draft_identity(champion, draft.source)
         check_source(draft.source)
+    if draft is not None and draft.kind == "prebuilt":
+        check_prebuilt_identity(champion, draft.prebuilt)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -232,13 +246,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
             raise SourceError("a draft was requested but no exporter was given")
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
-        theirs = tokenizer_identity(draft.source.tokenizer)
-        identity.update({
-            "draft_weights": file_entry(folder / DRAFT_FILE)["sha256"],
-            "draft_tokenizer": theirs["tokenizer"],
-            "draft_special_tokens": theirs["special_tokens"],
-            "draft_chat_template": sha256_hex(draft.source.chat_template.encode("utf-8")),
-        })
+        identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **draft.identity()})
     fallback_entry = None
     if export_fallback is not None:
         fallback_entry = export_fallback(champion, folder / FALLBACK_FILE)

@@ -1,15 +1,31 @@
 """The distillation pipeline on the synthetic model, tiny configuration (seconds): data generation is
-resumable and incremental, the evaluation prompts are disjoint from training, the exported ONNX
-draft computes what the trained PyTorch model computes, and the provenance says what was done."""
+resumable and incremental, the batched PyTorch champion that answers computes champion.onnx's logits,
+the evaluation prompts are disjoint from training, the exported ONNX draft computes what the trained
+PyTorch model computes, and the provenance says what was done. The shipped SmolLM2 draft: intact,
+its ONNX output equals its PyTorch model's, its identity is the default champion's."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import shutil
 
+import numpy as np
+import torch
+
+from build_tools.__main__ import DEFAULT_DRAFT
+from build_tools.distill import champion_source, onnx_gap
+from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
+from build_tools.distill_train import tokens_per_call
+from build_tools.prebuilt_draft import read_prebuilt
+from pyodide_app.native.onnx_champion import open_runtime
+
+from build_tools.synth import synth_models
 
 from .conftest import run_build_tools
+from .model_fixtures import write_gguf
+from .test_package import assert_one_line_error
 
 
 def test_evaluation_prompts_are_fixed_and_never_trained_on():
@@ -42,3 +58,95 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
     assert provenance["champion_identity"]["tokenizer"] == champion["identity"]["tokenizer"]
     entry = json.loads((out / "draft.json").read_text())
     assert len(entry["id_map"]) == entry["output_vocab"] == 64 and 2 in entry["id_map"]  # EOS is always emittable
+    assert set(provenance["evaluation"]["tokens_per_call"]) == {"2", "4", "8"}
+    assert all(1 <= v <= 9 for v in provenance["evaluation"]["tokens_per_call"].values())
+    wall = provenance["onnxruntime_ms_per_token_one_thread"]
+    assert wall["draft"] > 0 and wall["champion"] > 0
+
+    # the output folder is a prebuilt draft: package the champion with it
+    package = tmp_path / "pkg"
+    result = run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(out), "--out", str(package),
+                             "--no-golden")
+    assert result.returncode == 0, result.stderr[-2000:]
+    manifest = json.loads((package / "manifest.json").read_text())
+    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["id_map"] == entry["id_map"]
+    assert manifest["identity"]["draft_tokenizer"] == manifest["identity"]["tokenizer"]
+    assert (package / "draft.onnx").read_bytes() == (out / "draft.onnx").read_bytes()
+    assert run_build_tools("verify", str(package)).returncode == 0
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged, ignore=shutil.ignore_patterns("data", "eval-data", "champion"))
+    blob = bytearray((damaged / "draft.onnx").read_bytes())
+    blob[len(blob) // 2] ^= 1
+    (damaged / "draft.onnx").write_bytes(bytes(blob))
+    assert_one_line_error(run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(damaged),
+                                          "--out", str(tmp_path / "pkg2"), "--no-golden"), "draft.onnx", "sha256")
+
+
+def synth_source(tmp_path):
+    """The synthetic champion as a GGUF file (what `package --champion` reads)."""
+    path = tmp_path / "synth-champion.gguf"
+    if not path.exists():
+        write_gguf(synth_models(0)[0], path)
+    return path
+
+
+def test_batched_champion_equals_champion_onnx(synth_package):
+    """Prefill into two slots of different lengths, decode them together, reuse a slot: the logits of every
+    step equal champion.onnx's (one sequence at a time) to float32 rounding."""
+    source, manifest = champion_source(synth_package)
+    batched = BatchedChampion(source.config, source.tensors, slots=3, capacity=64)
+    onnx = open_runtime(synth_package, manifest)
+    prompts = {0: [1, 70, 80, 90, 33, 12], 2: [1, 5, 9]}
+    rows = {s: batched.feed([s], torch.tensor([p]))[0] for s, p in prompts.items()}
+    sequences = {s: list(p) for s, p in prompts.items()}
+    for _ in range(4):
+        tokens = {s: int(rows[s].argmax()) for s in sorted(rows)}
+        for s, t in tokens.items():
+            sequences[s].append(t)
+        out = batched.feed(sorted(tokens), torch.tensor([[tokens[s]] for s in sorted(tokens)]))
+        rows = dict(zip(sorted(tokens), out))
+    batched.clear(0)
+    reused = batched.feed([0], torch.tensor([[1, 44, 45]]))[0]
+    worst = 0.0
+    for s, sequence in sequences.items():
+        onnx.reset()
+        worst = max(worst, float(np.abs(onnx.run_array(sequence)[-1] - rows[s].numpy()).max()))
+    onnx.reset()
+    worst = max(worst, float(np.abs(onnx.run_array([1, 44, 45])[-1] - reused.numpy()).max()))
+    assert worst < 1e-4, worst
+
+
+def test_tokens_per_call_replays_greedy_rounds():
+    hits = [np.array([True, True, False, True])]
+    assert tokens_per_call(hits, 2) == 4 / 2  # [T T | F] [T]: accepted runs 2, 1 -> 2 calls
+    assert tokens_per_call(hits, 1) == 4 / 3  # [T | T] [F] [T]
+    assert tokens_per_call([np.zeros(5, bool)], 8) == 1.0  # nothing accepted: one token per call
+
+
+def test_shipped_draft_is_intact_and_its_onnx_equals_its_pytorch_model():
+    draft = read_prebuilt(DEFAULT_DRAFT)  # raises if draft.onnx is not the file provenance.json describes
+    assert (DEFAULT_DRAFT / "draft.onnx").stat().st_size <= 25 * 2**20
+    with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
+        reference = {k: data[k] for k in data.files}
+    assert len(reference["lengths"]) == 4 and reference["logits"].shape[1] == draft.entry["output_vocab"]
+    gap = onnx_gap(DEFAULT_DRAFT / "draft.onnx", draft.entry, reference)
+    print(f"\n[distill] shipped draft.onnx vs its PyTorch model: max |logit diff| = {gap:.2e}")
+    assert gap < 1e-4
+    assert draft.provenance["evaluation"]["overall"] >= 0.45
+
+
+def test_shipped_draft_identity_is_the_default_champions(real_package):
+    manifest = json.loads((real_package / "manifest.json").read_text())
+    identity = manifest["identity"]
+    provenance = read_prebuilt(DEFAULT_DRAFT).provenance
+    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["output_vocab"] == len(manifest["draft"]["id_map"])
+    for key in ("tokenizer", "special_tokens", "chat_template"):
+        assert identity[f"draft_{key}"] == identity[key] == provenance["champion_identity"][key]
+    assert provenance["champion_identity"]["champion_weights"] == identity["champion_weights"]  # distilled from this champion
+
+
+def test_shipped_draft_refuses_another_tokenizer(tmp_path):
+    result = run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(DEFAULT_DRAFT),
+                             "--out", str(tmp_path / "pkg"), "--no-golden")
+    assert_one_line_error(result, "draft tokenizer differs")

@@ -51,7 +51,7 @@ def test_shards_respect_the_size_limit_and_alignment(real_package):
     formats = {t["format"] for t in manifest["champion"]["tensors"].values()}
     assert formats == {"q4_1", "q8_0", "f32"}
     assert manifest["generation"] == {"bos_id": 1, "eos_ids": [2], "context_limit": 8192}
-    assert manifest["draft"]["kind"] == "self" and manifest["draft"]["config"]["n_layers"] == 6
+    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["config"]["n_layers"] == 2  # the distilled draft
 
 
 def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package, tmp_path):

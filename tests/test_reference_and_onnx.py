@@ -116,16 +116,19 @@ def test_synth_draft_onnx_matches_the_reference(synth_package):
     assert diff < 1e-4
 
 
-def test_real_self_draft_onnx_matches_the_reference(real_package, real_reference):
-    _, tensors = real_reference
-    manifest, tokenizer, template = package_text_tools(real_package)
-    config = manifest["draft"]["config"]
+def test_real_self_draft_onnx_matches_the_reference(real_package, real_reference, tmp_path):
+    """An early-exit draft of SmolLM2 (self:6, `package --draft self:6`) exported and run on onnxruntime."""
+    from build_tools.distill import champion_source
+    from build_tools.export_onnx import export_llama
     from pyodide_app.manifest import ModelConfig
 
-    reference = ReferenceModel(ModelConfig.from_dict(manifest["champion"]["config"]), tensors, n_layers=config["n_layers"])
+    _, tensors = real_reference
+    manifest, tokenizer, template = package_text_tools(real_package)
+    config = export_llama(champion_source(real_package)[0], 6, tmp_path / "self6.onnx")["config"]
+    reference = ReferenceModel(ModelConfig.from_dict(manifest["champion"]["config"]), tensors, n_layers=6)
     prompt = tokenizer.encode(template.render([{"role": "user", "content": "Name three colors."}]))
-    diff = compare_draft_to_reference(draft_session(real_package / "draft.onnx"), reference, config, prompt, 4)
-    print(f"\n[onnx] SmolLM2 self:{config['n_layers']} draft vs numpy reference: max |logit diff| = {diff:.2e}")
+    diff = compare_draft_to_reference(draft_session(tmp_path / "self6.onnx"), reference, config, prompt, 4)
+    print(f"\n[onnx] SmolLM2 self:6 draft vs numpy reference: max |logit diff| = {diff:.2e}")
     assert diff < 2e-3
 
 

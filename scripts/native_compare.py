@@ -1,0 +1,86 @@
+"""Native end-to-end speed of each proposer against champion-alone, side by side (not a test).
+
+    .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|webgpu] [--max-tokens N] [--repeats R]
+                                               [--arms none,neural:4,hybrid:4,prompt_lookup:4]
+
+One engine per backend is loaded once; for each prompt (an open question and a rewrite) the arms run
+interleaved, `--repeats` times, each after forgetting the cached context so every arm pays its own
+prefill. Reported per prompt and arm: median end-to-end tokens/s (prefill included; wall clock around
+the whole request), the ratio to `none` measured in the same run, tokens per champion call, accepted /
+proposed, and whether the greedy tokens equal champion-alone's (they must).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pyodide_app.native.loader import load_engine  # noqa: E402
+
+PROMPTS = {
+    "open question": "Why do leaves change color in autumn?",
+    "rewrite": "Rewrite this paragraph in the past tense: Every morning, Maria walks to the bakery on the corner. "
+               "She buys two croissants and a coffee, and she talks with the baker about the weather. Then she takes "
+               "the bus to her office, where she works as an architect.",
+}
+
+
+def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict:
+    engine.forget_context()
+    request = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0,
+               "seed": 0, "speculative": {"proposer": proposer, "k": k, "adaptive": False}}
+    started = time.perf_counter()
+    done = [event for event in engine.chat(request) if event["type"] == "done"][0]
+    wall = time.perf_counter() - started
+    if done["error"]:
+        raise SystemExit(f"{proposer}: {done['error']}")
+    stats = done["speculative"]
+    return {"tokens": done["tokens"], "wall_s": wall, "tok_s": len(done["tokens"]) / wall,
+            "per_call": stats["tokens_per_champion_call"], "proposed": stats["proposed"], "accepted": stats["accepted"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=ROOT / "web" / "model", help="package (default: the default package)")
+    parser.add_argument("--backend", choices=("cpu", "webgpu"), default="cpu")
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4")
+    parser.add_argument("--json", type=Path, help="also write every run here")
+    args = parser.parse_args()
+    arms = [(a.split(":")[0], int(a.split(":")[1]) if ":" in a else 0) for a in args.arms.split(",")]
+    if arms[0] != ("none", 0):
+        arms.insert(0, ("none", 0))
+    engine = load_engine(args.model, backend=args.backend, context_limit=1024)
+    runs = {}
+    for name, prompt in PROMPTS.items():
+        for _ in range(args.repeats):
+            for proposer, k in arms:
+                runs.setdefault((name, proposer, k), []).append(run_arm(engine, prompt, proposer, k, args.max_tokens))
+    draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
+    print(f"backend {args.backend}; draft: {draft}; {args.max_tokens} greedy tokens; median of {args.repeats} interleaved runs")
+    print("| prompt | arm | tok/s (end to end) | × none | tokens/call | accepted/proposed | tokens == none |")
+    print("|---|---|---|---|---|---|---|")
+    for name in PROMPTS:
+        base = runs[(name, "none", 0)]
+        base_speed = statistics.median(r["tok_s"] for r in base)
+        for proposer, k in arms:
+            rows = runs[(name, proposer, k)]
+            speed = statistics.median(r["tok_s"] for r in rows)
+            rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
+            same = all(r["tokens"] == base[0]["tokens"] for r in rows)
+            label = proposer if proposer == "none" else f"{proposer} k={k}"
+            print(f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | {same} |")
+    if args.json:
+        args.json.write_text(json.dumps({f"{n}|{p}|{k}": r for (n, p, k), r in runs.items()}))
+
+
+if __name__ == "__main__":
+    main()
