@@ -30,7 +30,7 @@ from pyodide_app.manifest import (
     tokenizer_identity,
 )
 
-from .prebuilt_draft import PrebuiltDraft, check_prebuilt_identity
+from .prebuilt_draft import PrebuiltDraft
 from .source import ModelSource, SourceError, Tensor, layer_tensor_names
 
 MANIFEST = "manifest.json"
@@ -51,15 +51,18 @@ class DraftPlan:
     description: str
     prebuilt: PrebuiltDraft | None = None
 
+    @property
+    def origin(self) -> str:
+        return str(self.prebuilt.folder) if self.prebuilt is not None else self.source.origin
+
     def identity(self) -> dict:
-        """The draft's tokenizer, special tokens and chat template hashes (manifest identity fields)."""
-        if self.prebuilt is not None:
-            theirs = self.prebuilt.identity
-            return {"draft_tokenizer": theirs["tokenizer"], "draft_special_tokens": theirs["special_tokens"],
-                    "draft_chat_template": theirs["chat_template"]}
-        theirs = tokenizer_identity(self.source.tokenizer)
-        return {"draft_tokenizer": theirs["tokenizer"], "draft_special_tokens": theirs["special_tokens"],
-                "draft_chat_template": sha256_hex(self.source.chat_template.encode("utf-8"))}
+        """The draft's tokenizer, special tokens and chat template hashes (see source_identity)."""
+        return self.prebuilt.identity if self.prebuilt is not None else source_identity(self.source)
+
+
+def source_identity(source: ModelSource) -> dict:
+    """Hashes a draft must share with its champion: tokenizer, special tokens, chat template."""
+    return {**tokenizer_identity(source.tokenizer), "chat_template": sha256_hex(source.chat_template.encode("utf-8"))}
 
 
 def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
@@ -158,14 +161,12 @@ def file_entry(path: Path) -> dict:
     return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def check_draft_identity(champion: ModelSource, draft: ModelSource) -> None:
+def check_draft_identity(champion: ModelSource, draft: DraftPlan) -> None:
     """A draft must share the champion's tokenizer, special tokens and chat template byte for byte."""
-    mine, theirs = tokenizer_identity(champion.tokenizer), tokenizer_identity(draft.tokenizer)
-    for key in ("tokenizer", "special_tokens"):
+    mine, theirs = source_identity(champion), draft.identity()
+    for key in ("tokenizer", "special_tokens", "chat_template"):
         if mine[key] != theirs[key]:
             raise SourceError(f"{draft.origin}: draft {key.replace('_', ' ')} differs from the champion's ({champion.origin})")
-    if draft.chat_template != champion.chat_template:
-        raise SourceError(f"{draft.origin}: draft chat template differs from the champion's ({champion.origin})")
 
 
 def prepare_output(out: Path, identity: dict) -> None:
@@ -197,11 +198,10 @@ def build_package(
     """Write the package to `out` atomically; returns the manifest."""
     out = Path(out)
     names = check_source(champion)
+    if draft is not None:
+        check_draft_identity(champion, draft)
     if draft is not None and draft.kind == "model":
-        check_draft_identity(champion, draft.source)
         check_source(draft.source)
-    if draft is not None and draft.kind == "prebuilt":
-        check_prebuilt_identity(champion, draft.prebuilt)
     staging = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -235,8 +235,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
     (folder / TOKENIZER_FILE).write_text(json.dumps(champion.tokenizer, ensure_ascii=False))
     (folder / TEMPLATE_FILE).write_text(champion.chat_template)
     identity = {
-        **tokenizer_identity(champion.tokenizer),
-        "chat_template": sha256_hex(champion.chat_template.encode("utf-8")),
+        **source_identity(champion),
         "champion_weights": weights_identity(tensors),
         "draft_weights": None,
     }
@@ -246,7 +245,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
             raise SourceError("a draft was requested but no exporter was given")
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
-        identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **draft.identity()})
+        identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **{f"draft_{key}": value for key, value in draft.identity().items()}})
     fallback_entry = None
     if export_fallback is not None:
         fallback_entry = export_fallback(champion, folder / FALLBACK_FILE)

@@ -19,9 +19,8 @@ from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import tokens_per_call
 from build_tools.prebuilt_draft import read_prebuilt
-from pyodide_app.native.onnx_champion import open_runtime
-
 from build_tools.synth import synth_models
+from pyodide_app.native.onnx_champion import open_runtime
 
 from .conftest import run_build_tools
 from .model_fixtures import write_gguf
