@@ -180,6 +180,13 @@ def command_distill(args) -> None:
           f"{result['data']['answer_tokens']} training tokens, cost {100 * result['macs_per_token']['ratio']:.1f}% of the champion")
 
 
+def command_draft_sampler(args) -> None:
+    from .prebuilt_draft import upgrade_sampler
+
+    provenance = upgrade_sampler(args.folder)
+    print(f"{args.folder / 'draft.onnx'}: sampler rebuilt, sha256 {provenance['draft_onnx_sha256'][:12]}…")
+
+
 def command_serve(args) -> None:
     from .serve import serve
 
@@ -241,6 +248,10 @@ def parser() -> argparse.ArgumentParser:
     distill.add_argument("--max-answers", type=int, help="stop after this many training prompts (tests)")
     distill.add_argument("--eval-per-task", type=int, default=6)
     distill.set_defaults(run=command_distill)
+
+    sampler = commands.add_parser("draft-sampler", help="rebuild a prebuilt draft's sampler in place (same weights)")
+    sampler.add_argument("folder", type=Path)
+    sampler.set_defaults(run=command_draft_sampler)
 
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)

@@ -4,8 +4,9 @@ Graph (opset 17, IR 10: what onnxruntime-web 1.30 loads), batch 1:
   inputs   input_ids int64 [1, T]; past_key_i / past_value_i float32 [1, kv_heads, P, head_dim];
            temperature float32 [1] (0 = greedy); uniform float32 [1] in (0, 1]
   outputs  logits float32 [1, V'] (raw, last position); probs float32 [1, V'] (processed:
-           softmax(logits / T), or one-hot argmax when T = 0); token int64 [1] (vocabulary id
-           sampled from probs by inverse CDF at `uniform`); present_key_i / present_value_i
+           softmax(logits / T), or one-hot argmax when T = 0, quantised to multiples of 2^-24 summing to
+           exactly 1: see add_sampler); token int64 [1] (vocabulary id: the inverse CDF of probs at
+           `uniform`, exactly); present_key_i / present_value_i
            [1, kv_heads, P + T, head_dim]
 V' is the output vocabulary: the whole vocabulary, or a reduced one whose ids are in
 `id_map` (then probs[j] is the mass of token id_map[j] and every other token has q = 0).
@@ -217,22 +218,71 @@ class LlamaExporter:
         g.op("MatMulNBits", inputs, outputs=[head_out], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
         if last_index is not None:
             g.op("Gather", ["all_logits", last_index], outputs=["logits"], axis=1)
-        zero = g.const(np.float32(0))
-        sampling = g.op("Greater", ["temperature", zero])
-        safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
-        soft = g.op("Softmax", [g.op("Div", ["logits", safe_t])], axis=-1)
-        best = g.op("ArgMax", ["logits"], axis=-1, keepdims=0, select_last_index=0)  # lowest index wins ties
-        onehot = g.op("OneHot", [best, g.const(np.array([out_vocab], np.int64)), g.const(np.array([0, 1], np.float32))], axis=-1)
-        g.op("Where", [sampling, soft, onehot], outputs=["probs"])
-        cdf = g.op("CumSum", ["probs", g.const(np.int64(-1))])
-        target = g.op("Mul", ["uniform", g.op("ReduceSum", ["probs"], keepdims=1)])
-        reached = g.op("Cast", [g.op("GreaterOrEqual", [cdf, target])], to=TensorProto.INT32)
-        drawn = g.op("ArgMax", [reached], axis=-1, keepdims=0, select_last_index=0)  # first index reaching u
-        index = g.op("Where", [sampling, drawn, best])
-        if self.id_map is None:
-            g.op("Identity", [index], outputs=["token"])
-        else:
-            g.op("Gather", [g.const(self.id_map.astype(np.int64), "id_map"), index], outputs=["token"], axis=0)
+        add_sampler(g, self.id_map)
+
+
+# q is quantised onto a grid of 2^-24 (the Philox uniforms' own grid): counts n_i >= 0 with sum exactly
+# 2^24, q_i = n_i / 2^24 (exact in f32), and the token is the first i with cumsum(n)_i >= ceil(u * 2^24).
+# For u = j / 2^24 that is exactly the inverse CDF of the reported q, in any arithmetic: the law the graph
+# samples from IS the q it reports (a float cumsum could fall short of its total and pick index 0).
+GRID = 1 << 24
+
+
+def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
+    """logits [1, V'], temperature [1], uniform [1] -> probs [1, V'] (the quantised q), token [1] (vocabulary id).
+
+    Counts: n_i = floor(p_i * 2^24) with p = softmax(logits / T) (T = 0: one-hot argmax, lowest index wins);
+    rescaled in integers by 2^24 / sum(n) when float rounding pushed the sum over 2^24; the shortfall
+    (< V' + 1 counts) goes to the argmax. Integer arithmetic throughout, so every step is exact.
+    """
+    i64 = TensorProto.INT64
+    sampling = g.op("Greater", ["temperature", g.const(np.float32(0))])
+    safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
+    soft = g.op("Softmax", [g.op("Div", ["logits", safe_t])], axis=-1)
+    best = g.op("ArgMax", ["logits"], axis=-1, keepdims=0, select_last_index=0)  # lowest index wins ties
+    out_vocab = g.op("Slice", [g.op("Shape", ["logits"]), g.const(np.array([1], np.int64)), g.const(np.array([2], np.int64))])
+    onehot = g.op("OneHot", [best, out_vocab, g.const(np.array([0, 1], np.float32))], axis=-1)
+    grid = g.const(np.int64(GRID))
+    p = g.op("Where", [sampling, soft, onehot])
+    counts = g.op("Cast", [g.op("Floor", [g.op("Mul", [p, g.const(np.float32(GRID))])])], to=i64)
+    total = g.op("ReduceSum", [counts], keepdims=1)
+    counts = g.op("Div", [g.op("Mul", [counts, grid]), g.op("Max", [total, grid])])  # sum <= 2^24 (floor division)
+    shortfall = g.op("Sub", [grid, g.op("ReduceSum", [counts], keepdims=1)])
+    counts = g.op("Add", [counts, g.op("Mul", [g.op("Cast", [onehot], to=i64), shortfall])])  # sum == 2^24
+    g.op("Div", [g.op("Cast", [counts], to=TensorProto.FLOAT), g.const(np.float32(GRID))], outputs=["probs"])
+    target = g.op("Cast", [g.op("Ceil", [g.op("Mul", ["uniform", g.const(np.float32(GRID))])])], to=i64)
+    target = g.op("Min", [g.op("Max", [target, g.const(np.int64(1))]), grid])  # u in (0, 1]: 1..2^24
+    reached = g.op("Cast", [g.op("GreaterOrEqual", [g.op("CumSum", [counts, g.const(np.int64(-1))]), target])], to=TensorProto.INT32)
+    index = g.op("ArgMax", [reached], axis=-1, keepdims=0, select_last_index=0)  # first index reaching the target
+    if id_map is None:
+        g.op("Identity", [index], outputs=["token"])
+    else:
+        g.op("Gather", [g.const(id_map.astype(np.int64), "id_map"), index], outputs=["token"], axis=0)
+
+
+SAMPLER_OUTPUTS = ("probs", "token")
+
+
+def replace_sampler(model: onnx.ModelProto, id_map: np.ndarray | None) -> onnx.ModelProto:
+    """The same graph with its sampler (everything that only feeds probs/token) rebuilt by add_sampler:
+    weights, logits and KV outputs untouched. Upgrades drafts exported before the sampler changed."""
+    graph = model.graph
+    needed = {o.name for o in graph.output if o.name not in SAMPLER_OUTPUTS}
+    kept = []
+    for node in reversed(graph.node):  # nodes are in topological order: walk back from the kept outputs
+        if any(out in needed for out in node.output):
+            kept.append(node)
+            needed.update(node.input)
+    kept.reverse()
+    g = Graph(counter=10_000_000)  # fresh node names cannot collide with the exporter's
+    add_sampler(g, id_map)
+    initializers = [i for i in graph.initializer if i.name in needed] + g.initializers
+    del graph.node[:]
+    graph.node.extend(kept + g.nodes)
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+    onnx.checker.check_model(model)
+    return model
 
 
 def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False) -> dict:
