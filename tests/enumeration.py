@@ -10,6 +10,7 @@ returns P(output sequence) as Fractions.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Callable, Hashable, Sequence
 
@@ -53,13 +54,25 @@ class ScriptedDraws:
         return self._choose(options)
 
 
-def enumerate_branches(run: Callable[[ScriptedDraws], Hashable]) -> dict[Hashable, Fraction]:
+class FloatScriptedDraws(ScriptedDraws):
+    """ScriptedDraws over float probabilities: float64 laws of float rows (power computations)."""
+
+    def categorical(self, domain, round_index, position, probs) -> int:
+        total = math.fsum(probs)
+        return self._choose([(i, p / total) for i, p in enumerate(probs) if p > 0])
+
+    def bernoulli(self, domain, round_index, position, prob) -> bool:
+        options = ([(True, prob)] if prob > 0 else []) + ([(False, 1 - prob)] if prob < 1 else [])
+        return self._choose(options)
+
+
+def enumerate_branches(run: Callable[[ScriptedDraws], Hashable], draws_type=ScriptedDraws) -> dict[Hashable, Fraction]:
     """Sum of branch weights per result of `run`, over every branch of its choices."""
     results: dict[Hashable, Fraction] = {}
     pending: list[tuple] = [()]
     while pending:
         script = pending.pop()
-        draws = ScriptedDraws(script)
+        draws = draws_type(script)
         result = run(draws)
         results[result] = results.get(result, Fraction(0)) + draws.weight
         for depth in range(len(script), len(draws.taken)):
@@ -68,16 +81,18 @@ def enumerate_branches(run: Callable[[ScriptedDraws], Hashable]) -> dict[Hashabl
     return results
 
 
-def round_distribution(orchestrator: Orchestrator, proposer: Proposer, stops: StopPolicy, start: RequestState):
+def round_distribution(orchestrator: Orchestrator, proposer: Proposer, stops: StopPolicy, start: RequestState,
+                       draws_type=ScriptedDraws):
     def run(draws: ScriptedDraws):
         orchestrator.draws = draws
         commit = orchestrator.round(start, proposer, stops)
         return commit.successor
 
-    return enumerate_branches(run)
+    return enumerate_branches(run, draws_type)
 
 
-def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: Sequence[int]) -> dict[tuple, Fraction]:
+def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: Sequence[int],
+                        draws_type=ScriptedDraws) -> dict[tuple, Fraction]:
     """P(output tokens) of a whole request, by exact enumeration of the real round loop."""
     prompt = orchestrator.validate_prompt(prompt)
     stops = orchestrator.stop_policy(len(prompt))
@@ -86,7 +101,7 @@ def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: 
     while live:
         merged: dict[tuple, tuple[RequestState, Fraction]] = {}
         for state, mass in live.items():
-            for successor, p in round_distribution(orchestrator, proposer, stops, state).items():
+            for successor, p in round_distribution(orchestrator, proposer, stops, state, draws_type).items():
                 if successor.finish_reason is not None:
                     done[successor.output] = done.get(successor.output, Fraction(0)) + mass * p
                     continue
