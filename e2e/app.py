@@ -1,7 +1,8 @@
 """One driver interface over the page, for Playwright (Chromium, Firefox) and Selenium (WebKitGTK).
 
 Everything goes through the page's own controls (settings form, Send, Stop, New chat, Compare) and
-the attributes it sets for tests: an answer's `data-tokens` (exact token ids) and `data-finish`.
+the attributes it sets for tests: an answer's `data-tokens` (exact token ids), `data-finish`,
+`data-proposed` and `data-fallback` (speculation really ran).
 No script evaluation in the page: its CSP forbids eval, and the tests should see what users see.
 """
 
@@ -21,6 +22,8 @@ class Answer:
     tokens: list[int]
     finish: str
     text: str  # everything shown in the bubble (answer, stats line, errors)
+    proposed: int = 0  # draft tokens sent to verification (data-proposed)
+    fallback: str = ""  # fallback code when speculation silently did not run (data-fallback)
 
 
 @dataclass
@@ -111,7 +114,9 @@ class App:
         self.wait(lambda: self.count(ANSWER) > index, ANSWER_TIMEOUT_S, "answer")
         selector = ".message.assistant"
         return Answer(json.loads(self.attribute(selector, "data-tokens", index) or "[]"),
-                      self.attribute(selector, "data-finish", index) or "", self.text(selector, index))
+                      self.attribute(selector, "data-finish", index) or "", self.text(selector, index),
+                      int(self.attribute(selector, "data-proposed", index) or 0),
+                      self.attribute(selector, "data-fallback", index) or "")
 
     def ask(self, text: str) -> Answer:
         return self.answer(self.send(text))

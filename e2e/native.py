@@ -23,7 +23,11 @@ def page_request(prompt: str, proposer: str, k: int, temperature: float, seed: i
             "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else k, "adaptive": False}}
 
 
-def native_tokens(model: Path, backend: str = "webgpu", **request) -> list[int]:
+def native_done(model: Path, backend: str = "webgpu", **request) -> dict:
     done = list(native_engine(Path(model), backend).chat(page_request(**request)))[-1]
     assert done["type"] == "done", done
-    return done["tokens"]
+    return done
+
+
+def native_tokens(model: Path, backend: str = "webgpu", **request) -> list[int]:
+    return native_done(model, backend, **request)["tokens"]

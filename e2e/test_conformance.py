@@ -14,7 +14,7 @@ import json
 import pytest
 
 from .conftest import ALL_ENGINES, GPU_ENGINES, open_app
-from .native import native_tokens
+from .native import native_done, native_tokens
 
 SYNTH_PROMPT = "hello world, the world says hello"
 SEED = 1234
@@ -37,10 +37,20 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int):
         answer = app.ask(prompt)
         request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens)
         greedy_reference = native_tokens(model, "webgpu", **request) if temperature == 0 else None
-        same_backend = native_tokens(model, backend, **request)
+        same_backend = native_done(model, backend, **request)
         rows.append({"proposer": proposer, "k": k, "temperature": temperature, "page": answer.tokens, "finish": answer.finish,
-                     "native_same_backend": same_backend, "native_webgpu": greedy_reference})
+                     "proposed": answer.proposed, "fallback": answer.fallback, "native_proposed": same_backend["speculative"]["proposed"],
+                     "native_same_backend": same_backend["tokens"], "native_webgpu": greedy_reference})
     return rows
+
+
+def assert_speculation_ran(row, case: str, lookup_expected: bool) -> None:
+    """An identity test proves nothing if speculation silently fell back to champion-alone: no fallback,
+    the page proposed as many drafts as the native engine, and drafts were proposed where expected."""
+    assert not row["fallback"], f"{case}: speculation fell back ({row['fallback']})"
+    assert row["proposed"] == row["native_proposed"], f"{case}: proposed {row['proposed']} drafts, native {row['native_proposed']}"
+    if row["proposer"] in ("neural", "hybrid") or (row["proposer"] == "prompt_lookup" and lookup_expected):
+        assert row["proposed"] > 0, f"{case}: nothing was proposed"
 
 
 def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
@@ -59,6 +69,7 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
     for row in rows:
         case = f"{engine} {row['proposer']} k={row['k']} T={row['temperature']}"
         assert row["page"], f"{case}: empty answer ({row['finish']})"
+        assert_speculation_ran(row, case, lookup_expected=False)
         if row["temperature"] == 0:
             assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
         assert row["page"] == row["native_same_backend"], f"{case}: tokens differ from the native {('cpu' if engine in CPU_ENGINES else 'webgpu')} engine"
@@ -79,4 +90,6 @@ def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_ins
         app.screenshot(str(artifacts / f"conformance-real-{engine}.png"))
     report(artifacts, "real", engine, backend_text, rows)
     for row in rows:
-        assert row["page"] == row["native_webgpu"], f"{engine} {row['prompt']} {row['proposer']}: greedy tokens differ from the native engine"
+        case = f"{engine} {row['prompt']} {row['proposer']}"
+        assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
+        assert_speculation_ran(row, case, lookup_expected=row["prompt"] == "rewrite")

@@ -30,20 +30,21 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--top-p", type=float, default=1.0)
     generate.add_argument("--top-k", type=int, default=0)
     generate.add_argument("--repetition-penalty", type=float, default=1.0)
-    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--seed", type=int, help="first seed (default: a fresh random seed per answer, printed with --json)")
     generate.add_argument("--max-tokens", type=int, default=256)
     generate.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
-    generate.add_argument("--samples", type=int, default=1, help="independent answers with seeds S, S+1, ...")
+    generate.add_argument("--samples", type=int, default=1, help="independent answers (with --seed S: seeds S, S+1, ...)")
     generate.add_argument("--context", type=int, default=2048, help="KV cache rows to allocate")
     generate.add_argument("--json", action="store_true")
     return main
 
 
-def request_for(args, seed: int) -> dict:
+def request_for(args, seed: int | None) -> dict:
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
     return {
         "messages": messages, "max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p,
-        "top_k": args.top_k, "repetition_penalty": args.repetition_penalty, "stop": args.stop, "seed": seed,
+        "top_k": args.top_k, "repetition_penalty": args.repetition_penalty, "stop": args.stop,
+        **({} if seed is None else {"seed": seed}),
         "speculative": {"proposer": args.mode, "k": 0 if args.mode == "none" else args.k, "adaptive": args.adaptive},
     }
 
@@ -54,7 +55,7 @@ def generate(args) -> None:
     engine = load_engine(args.model, k_max=args.k_max, context_limit=args.context)
     samples, stats = [], []
     for index in range(args.samples):
-        events = engine.chat(request_for(args, args.seed + index))
+        events = engine.chat(request_for(args, None if args.seed is None else args.seed + index))
         for event in events:
             if event["type"] == "delta" and not args.json:
                 sys.stdout.write(event["text"])
@@ -65,7 +66,7 @@ def generate(args) -> None:
             sys.stdout.write("\n")
             if done["error"]:
                 print(f"[error {done['error']['code']}: {done['error']['message']}]", file=sys.stderr)
-        samples.append({"tokens": done["tokens"], "text": done["text"], "finish_reason": done["finish_reason"], "seed": args.seed + index})
+        samples.append({"tokens": done["tokens"], "text": done["text"], "finish_reason": done["finish_reason"], "seed": done["seed"]})
         stats.append(done["speculative"])
     if args.json:
         print(json.dumps({"samples": samples, "stats": summarize(stats)}))

@@ -1,12 +1,13 @@
 """Chat completions with exact speculative decoding: the API the CLI and the browser worker use.
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
-                 "repetition_penalty": 1.0, "stop": [...], "seed": 0,
+                 "repetition_penalty": 1.0, "stop": [...], "seed": None (a fresh random seed),
                  "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid", "k": 4, "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
        never shows a possible start of a stop string early)
     -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
-        "usage": {...}, "speculative": {...}, "receipt": {...}, "error": {"code", "message"} | None}
+        "usage": {...}, "seed": the seed used, "speculative": {...}, "receipt": {...},
+        "error": {"code", "message"} | None}
 
 Invalid settings raise InvalidSettings before any work is done. Stats keys: docs/ENGINE.md.
 """
@@ -31,6 +32,7 @@ from .waits import Wait
 PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid")
 REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
 RECEIPT_VERSION = 1
+SEED_BITS = 53  # random default seeds stay exact as JavaScript numbers (explicit seeds may use all 64 bits)
 ERROR_MESSAGES = {
     "TARGET_NUMERIC": "the model produced invalid numbers; the answer was stopped",
     "RESIDUAL_MASS": "a numerical safeguard of the sampler tripped; the answer was stopped",
@@ -82,7 +84,9 @@ class ChatRequest:
         max_tokens = data.get("max_tokens", 256)
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise InvalidSettings(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
-        seed = data.get("seed", 0)
+        seed = data.get("seed")
+        if seed is None:  # a fresh seed per request; reported in the done event, so the answer can be reproduced
+            seed = secrets.randbits(SEED_BITS)
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
             raise InvalidSettings(f"seed must be an integer in [0, 2^64), got {seed!r}")
         adaptive = spec.get("adaptive", False)
@@ -236,6 +240,7 @@ class Engine:
             "text": text,
             "tokens": tokens,
             "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt) + len(tokens)},
+            "seed": request.seed,
             "speculative": speculative_stats(stats, request),
             "receipt": self.receipt(request, prompt, tokens, end),
             "error": error,

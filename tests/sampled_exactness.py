@@ -2,9 +2,10 @@
 
 The champion is a table of raw logits by absolute position (a model whose logits ignore content), so the
 champion's law of the first two answer tokens is known in closed form:
-    P(x1, x2) = p_0(x1 | prompt) * p_1(x2 | prompt + x1),   p_j = process_row(rows[c + j], settings, history)
+    P(x1, x2, x3) = p_0(x1 | prompt) p_1(x2 | prompt + x1) p_2(x3 | prompt + x1 x2),
+    p_j = process_row(rows[c + j], settings, history)
 with every processor on (repetition penalty, temperature, top-k, top-p). The penalty makes row 1 depend
-on the token before it, so a verifier that forgets earlier drafts of the same round is wrong there.
+on the tokens before it, so a verifier that forgets earlier drafts of the same round is wrong there.
 
 Drafts of the three row kinds the product ships, each sampling its token from the q it reports
 (Domain.DRAFT_SAMPLE, as the real proposers do):
@@ -45,8 +46,8 @@ from .stats import ChiSquarePlan, plan_chi_square
 
 ALPHA = 1e-3
 POWER = 0.99
-HORIZON = 2  # answer tokens per sample
-K = 2  # drafts per round: row 1 of a verify call is used whenever d_1 is accepted
+HORIZON = 3  # answer tokens per sample
+K = 2  # drafts per round: row 1 of a verify call is used whenever d_1 is accepted, the bonus (row 2) as token 3
 PROMPT = (1, 5, 9, 5)  # 5 is in the prompt: penalised in every row
 SETTINGS = SamplingSettings(temperature=0.8, top_k=5, top_p=0.9, repetition_penalty=1.5)
 KINDS = ("full", "reduced", "point")
@@ -143,16 +144,15 @@ def cpu_champion(table: dict[int, list[float]], vocab: int) -> CpuChampion:
 
 
 def champion_law(table: dict[int, list[float]], settings: SamplingSettings = SETTINGS) -> dict[tuple, float]:
-    """P(x1, x2) by the chain rule of processed rows: the law every verifier must produce."""
+    """P(x_1..x_HORIZON) by the chain rule of processed rows: the law every verifier must produce."""
     c = len(PROMPT) - 1
-    law = {}
-    first = process_row(table[c], settings, PROMPT)
-    for x1, p1 in enumerate(first):
-        if p1 > 0:
-            second = process_row(table[c + 1], settings, PROMPT + (x1,))
-            for x2, p2 in enumerate(second):
-                if p2 > 0:
-                    law[(x1, x2)] = p1 * p2
+    law = {(): 1.0}
+    for j in range(HORIZON):
+        grown = {}
+        for prefix, mass in law.items():
+            row = process_row(table[c + j], settings, PROMPT + prefix)
+            grown.update({prefix + (x,): mass * p for x, p in enumerate(row) if p > 0})
+        law = grown
     return law
 
 

@@ -45,6 +45,14 @@ def chat(engine, content, proposer="none", k=4, **settings):
     return done
 
 
+def assert_speculation_ran(done: dict, expect_proposals: bool = True) -> None:
+    """An identity or law test proves nothing if the answer silently fell back to champion-alone."""
+    s = done["speculative"]
+    assert s["fallback_code"] is None and s["error_code"] is None and s["draft_failures"] == 0, s
+    if expect_proposals:
+        assert s["proposed"] > 0, s
+
+
 # ---- the real model -----------------------------------------------------------------------------------
 
 def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, real_package):
@@ -60,6 +68,7 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
             for k in ((1, 2, 4, 8) if proposer != "hybrid" else (4, 8)):
                 done = chat(engine, prompt, proposer, k, max_tokens=24, temperature=0)
                 assert done["tokens"] == alone["tokens"], f"{name} {proposer} k={k}"
+                assert_speculation_ran(done, expect_proposals=proposer != "prompt_lookup" or name == "rewrite")
                 rows.append((name, proposer, k, done))
     print("\n[engine] SmolLM2 on lavapipe, 24 greedy tokens (one run, same process, prompt prefilled before every arm):")
     print("| prompt | proposer | k | tokens/call | tokens/s | accepted/proposed |")
@@ -94,10 +103,13 @@ def exact_first_tokens(champion: GPUChampion, prompt: list[int], settings: Sampl
     return law
 
 
-def sampled_first_tokens(engine, content: str, proposer: str, samples: int) -> dict:
+def sampled_first_tokens(engine, content: str, proposer: str, samples: int, proposals: list | None = None) -> dict:
     counts = {}
     for seed in range(samples):
         done = chat(engine, content, proposer, 2, max_tokens=3, temperature=1.0, top_p=0.5, seed=seed)
+        assert_speculation_ran(done, expect_proposals=False)
+        if proposals is not None:
+            proposals.append(done["speculative"]["proposed"])
         key = tuple(done["tokens"])
         counts[key] = counts.get(key, 0) + 1
     return counts
@@ -108,11 +120,17 @@ SAMPLES = 400
 
 @pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid"])
 def test_first_three_tokens_follow_the_champion_law(synth_engine, proposer):
+    """End to end through the engine (tokenizer, ONNX draft on onnxruntime, GPU verify): a smoke test of
+    the wiring at T > 0. It has little power against a wrong residual (the synthetic draft rarely
+    overlaps p); the powered tests per draft-row kind are in test_sampled_exactness.py."""
     content = "the capital of france is paris. the capital of"
     prompt = synth_engine.encode_prompt([{"role": "user", "content": content}])
     law = exact_first_tokens(synth_engine.champion, prompt, SamplingSettings(temperature=1.0, top_p=0.5))
     plan = plan_chi_square(law, SAMPLES, 1e-3)  # fixed before sampling
-    counts = sampled_first_tokens(synth_engine, content, proposer, SAMPLES)
+    proposals: list[int] = []
+    counts = sampled_first_tokens(synth_engine, content, proposer, SAMPLES, proposals)
+    if proposer != "none":
+        assert sum(proposals) > 0, "speculation never proposed anything"
     statistic = chi_square_statistic(plan, counts)
     print(f"\n[engine] {proposer}: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={SAMPLES}")
     assert statistic <= plan.threshold
@@ -289,6 +307,16 @@ def test_stop_strings_end_the_answer_and_are_not_shown(synth_engine):
     done = chat(synth_engine, "hello world", "prompt_lookup", 4, max_tokens=20, temperature=0, stop=[stop])
     assert done["finish_reason"] == "stop"
     assert done["text"] == text[: text.find(stop)]
+
+
+def test_without_a_seed_each_answer_gets_a_fresh_one_that_reproduces_it(synth_engine):
+    content = "the capital of france is paris. the capital of"
+    first = chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0)
+    second = chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0)
+    assert first["seed"] != second["seed"] and 0 <= first["seed"] < 2**53
+    again = chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0, seed=first["seed"])
+    assert again["tokens"] == first["tokens"] and again["seed"] == first["seed"]
+    assert chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0, seed=2**64 - 1)["seed"] == 2**64 - 1
 
 
 def test_adaptive_k_is_reproducible(synth_engine):

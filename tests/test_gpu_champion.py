@@ -181,6 +181,25 @@ def test_verify_kernel_decisions_equal_the_python_reference(synth, name):
     assert outcomes["sample"] and (outcomes["bonus"] or outcomes["correction"])
 
 
+def test_top_p_keeps_tied_tokens_only_until_the_mass_reaches_p(synth):
+    """Four tokens with logit 0 (p = 1/4 each, exact in f32) and top_p = 1/2: the shortest prefix by
+    (p desc, index asc) reaching 1/2 is the two lowest ids. One tie too many is a boundary off-by-one."""
+    champion, _ = synth
+    row = [-200.0] * champion.vocab_size
+    tied = [40, 7, 300, 150]
+    for token in tied:
+        row[token] = 0.0
+    settings = SamplingSettings(top_p=0.5)
+    assert [t for t, p in enumerate(process_row(row, settings)) if p > 0] == [7, 40]
+    seen = Counter()
+    for seed in range(40):
+        request = VerifyRequest((1, 2), 1, (), (), 0, settings, SeededDraws(seed))
+        decision = champion.verify_logits([row], request)
+        assert decision == decide([row], request)
+        seen[decision.terminal] += 1
+    assert set(seen) == {7, 40}
+
+
 def test_greedy_ties_break_to_the_lowest_index(synth):
     champion, _ = synth
     row = [0.0] * champion.vocab_size

@@ -40,7 +40,7 @@ WRONG = {  # name -> (module, attribute, replacement): wrong implementations the
 
 @lru_cache(maxsize=None)
 def table():
-    return se.champion_table(VOCAB, 8)
+    return se.champion_table(VOCAB, 10)
 
 
 @lru_cache(maxsize=None)

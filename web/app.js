@@ -4,7 +4,7 @@ import { renderMarkdown } from "./markdown.js";
 import { survivalChart, timeChart } from "./charts.js";
 
 const DEFAULTS = { proposer: "prompt_lookup", k: 4, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
-  repetition_penalty: 1, seed: 0, max_tokens: 256 };
+  repetition_penalty: 1, seed: null, max_tokens: 256 };  // seed null: a fresh random seed per answer
 const STORAGE_KEY = "spec-chat-settings";
 const PROPOSERS = ["none", "prompt_lookup", "neural", "hybrid"];
 const $ = (id) => document.getElementById(id);
@@ -26,7 +26,8 @@ function readSettings() {
   const s = {};
   for (const [key, fallback] of Object.entries(DEFAULTS)) {
     const input = form.elements[key];
-    s[key] = typeof fallback === "boolean" ? input.checked : typeof fallback === "number" ? Number(input.value) : input.value;
+    if (key === "seed") s[key] = input.value.trim() === "" ? null : Number(input.value);
+    else s[key] = typeof fallback === "boolean" ? input.checked : typeof fallback === "number" ? Number(input.value) : input.value;
   }
   return s;
 }
@@ -38,7 +39,7 @@ function validate(s) {
   if (!(s.top_p > 0 && s.top_p <= 1)) return "top-p must be in (0, 1]";
   if (!Number.isInteger(s.top_k) || s.top_k < 0) return "top-k must be a whole number, 0 or more";
   if (!(s.repetition_penalty > 0)) return "repetition penalty must be above 0";
-  if (!Number.isInteger(s.seed) || s.seed < 0) return "seed must be a whole number, 0 or more";
+  if (s.seed !== null && (!Number.isSafeInteger(s.seed) || s.seed < 0)) return "seed must be empty (random) or a whole number, 0 or more";
   if (!Number.isInteger(s.max_tokens) || s.max_tokens < 1) return "max tokens must be a whole number, 1 or more";
   return null;
 }
@@ -47,7 +48,7 @@ function showSettings(s) {
   const form = $("settings-form");
   for (const [key, value] of Object.entries(s)) {
     const input = form.elements[key];
-    if (input.type === "checkbox") input.checked = value; else input.value = value;
+    if (input.type === "checkbox") input.checked = value; else input.value = value ?? "";
   }
 }
 
@@ -63,7 +64,7 @@ function request(s, conversation, overrides = {}) {
   const merged = { ...s, ...overrides };
   return {
     messages: conversation, max_tokens: merged.max_tokens, temperature: merged.temperature, top_p: merged.top_p,
-    top_k: merged.top_k, repetition_penalty: merged.repetition_penalty, seed: merged.seed,
+    top_k: merged.top_k, repetition_penalty: merged.repetition_penalty, ...(merged.seed === null ? {} : { seed: merged.seed }),
     speculative: { proposer: merged.proposer, k: merged.proposer === "none" ? 0 : merged.k, adaptive: merged.adaptive },
   };
 }
@@ -149,11 +150,26 @@ function bubble(role, text = "") {
   return element;
 }
 
-function statsLine(done) {
+const FALLBACK_REASONS = {
+  DRAFT_RUNTIME: "the draft model failed", DRAFT_NUMERIC: "the draft model produced invalid numbers",
+  RESIDUAL_MASS: "a sampler safeguard tripped", VERIFY_RESULT: "the GPU returned an invalid result",
+  DEVICE: "the GPU failed", TARGET_NUMERIC: "the model produced invalid numbers",
+};
+
+function statsLine(done, temperature) {
   const s = done.speculative;
   const rate = s.tokens_per_second ? `${s.tokens_per_second.toFixed(2)} tokens/s` : "";
+  const seed = temperature > 0 ? ` · seed ${done.seed}` : "";
   return `${done.usage.completion_tokens} tokens · ${rate} · ${s.tokens_per_champion_call.toFixed(2)} tokens per champion call · ` +
-    `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""} · ${done.finish_reason}`;
+    `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}` +
+    `${seed} · ${done.finish_reason}`;
+}
+
+// A silent fallback changes nothing in the answer's law, but the user asked for speculation: say it did not run.
+function fallbackNote(done) {
+  const code = done.speculative.fallback_code;
+  if (!code) return null;
+  return `Speculation was off for this answer (${FALLBACK_REASONS[code] ?? "an internal error"}, ${code}); the model answered alone.`;
 }
 
 async function send(text) {
@@ -173,10 +189,20 @@ async function send(text) {
     } else if (event.type === "done") {
       answer.dataset.tokens = JSON.stringify(event.tokens);  // for tests and the curious: the exact token ids
       answer.dataset.finish = event.finish_reason;
+      answer.dataset.proposed = event.speculative.proposed;  // tests: speculation really ran
+      answer.dataset.fallback = event.speculative.fallback_code ?? "";
+      answer.dataset.seed = event.seed;
       const stats = document.createElement("div");
       stats.className = "stats";
-      stats.textContent = statsLine(event);
+      stats.textContent = statsLine(event, s.temperature);
       answer.append(stats);
+      const fallback = fallbackNote(event);
+      if (fallback) {
+        const note = document.createElement("div");
+        note.className = "stats fallback";
+        note.textContent = fallback;
+        answer.append(note);
+      }
       if (event.error) appendError(answer, `${event.error.message} (${event.error.code})`);
       if (event.finish_reason === "cancelled") appendError(answer, "stopped");
       if (shown) messages.push({ role: "assistant", content: event.text });

@@ -1,0 +1,79 @@
+"""The mutation suite: every named mutant of the exactness-critical code (mutants.py) must be caught.
+
+For each mutant: copy the code and tests to a temporary folder, apply the mutant, run the battery there
+with `pytest -x` in a fresh interpreter (so the mutated module is the one imported), and require a test
+failure (exit status 1; a crash or a collection error does not count as caught). A summary line
+"mutants: N, caught: M" is printed; a surviving mutant fails this test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+from .mutants import BATTERY, MUTANTS, Mutant, apply
+
+COPIED = ("pyodide_app", "shaders", "tests", "build_tools", "conftest.py", "pyproject.toml")
+IGNORED = shutil.ignore_patterns("__pycache__", "drafts", "*.pyc")
+RESULTS: dict[str, str] = {}
+
+
+def copy_tree(destination: Path) -> None:
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=IGNORED)
+        else:
+            shutil.copy2(source, destination / name)
+
+
+def environment() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_battery(folder: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *BATTERY]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, env=environment(), timeout=1800)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("pristine")
+    copy_tree(folder)
+    imported = subprocess.run([sys.executable, "-c", "import pyodide_app, build_tools; print(pyodide_app.__file__, build_tools.__file__)"],
+                              cwd=folder, capture_output=True, text=True, env=environment())
+    assert imported.stdout.split() == [str(folder / "pyodide_app" / "__init__.py"), str(folder / "build_tools" / "__init__.py")], imported
+    return folder
+
+
+def test_every_mutant_applies_to_the_current_code():
+    for mutant in MUTANTS:
+        apply(mutant, (ROOT / mutant.path).read_text())
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
+def test_mutant_is_caught(pristine, tmp_path, mutant: Mutant):
+    folder = tmp_path / "tree"
+    shutil.copytree(pristine, folder)
+    target = folder / mutant.path
+    target.write_text(apply(mutant, target.read_text()))
+    started = time.perf_counter()
+    result = run_battery(folder)
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    verdict = "caught" if result.returncode == 1 and failed else "SURVIVED"
+    RESULTS[mutant.name] = verdict
+    print(f"\n[mutant] {mutant.name}: {verdict} in {time.perf_counter() - started:.0f} s "
+          f"by {failed[0][7:].split(' - ')[0] if failed else '-'} ({mutant.bug})")
+    caught = sum(v == "caught" for v in RESULTS.values())
+    print(f"[mutants] mutants: {len(RESULTS)}, caught: {caught}")
+    assert result.returncode == 1 and failed, (
+        f"mutant {mutant.name} ({mutant.bug}) survived the battery: exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
