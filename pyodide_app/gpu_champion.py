@@ -20,7 +20,7 @@ import time
 from array import array
 from typing import Callable, Sequence
 
-from .acceptance import Decision, FullRow, PointMass, ReducedRow
+from .acceptance import FLOAT_RESIDUAL_FLOOR, Decision, FullRow, PointMass, ReducedRow
 from .champion import VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
@@ -49,6 +49,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
     lines.append(f"const EPS: f32 = {config.rms_eps!r};")
     lines.append(f"const SCALE: f32 = {1.0 / math.sqrt(config.head_dim)!r};")
     lines.append(f"const RESAMPLE_FROM_TARGET: bool = {'true' if negative_control else 'false'};")
+    lines.append(f"const RESIDUAL_FLOOR: f32 = {FLOAT_RESIDUAL_FLOOR!r};")
     return "\n".join(lines) + "\n"
 
 

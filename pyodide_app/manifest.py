@@ -101,12 +101,31 @@ def check_manifest(manifest: dict) -> None:
     identity = manifest["identity"]
     draft = manifest.get("draft")
     if draft is not None:
+        if draft.get("id_map") is not None:
+            check_id_map(draft["id_map"], draft.get("output_vocab"), config.vocab_size, f"manifest.json draft.id_map ({draft.get('onnx', 'draft')})")
         for field in ("tokenizer", "special_tokens", "chat_template"):
             if identity.get(f"draft_{field}") != identity.get(field):
                 raise ManifestError(
                     draft.get("onnx", "draft"),
                     f"draft {field.replace('_', ' ')} differs from the champion's (hash {str(identity.get(f'draft_{field}'))[:12]} vs {str(identity.get(field))[:12]})",
                 )
+
+
+def check_id_map(id_map, output_vocab, vocab_size: int, where: str) -> None:
+    """A reduced draft vocabulary: output index j is token id_map[j]. The ids must be distinct vocabulary
+    ids (a duplicate would give one token two q entries, and the GPU and CPU verifiers would each read a
+    different one), one per output."""
+    if not isinstance(id_map, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in id_map):
+        raise ManifestError(where, "must be a list of token ids")
+    if output_vocab is not None and len(id_map) != output_vocab:
+        raise ManifestError(where, f"has {len(id_map)} ids for an output vocabulary of {output_vocab}")
+    bad = next((t for t in id_map if not 0 <= t < vocab_size), None)
+    if bad is not None:
+        raise ManifestError(where, f"id {bad} is outside the vocabulary (0..{vocab_size - 1})")
+    if len(set(id_map)) != len(id_map):
+        seen: set[int] = set()
+        duplicate = next(t for t in id_map if t in seen or seen.add(t))
+        raise ManifestError(where, f"id {duplicate} appears more than once")
 
 
 def check_tensor_entry(where: str, tensor: dict, files: dict) -> None:

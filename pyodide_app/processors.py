@@ -20,6 +20,7 @@ tests get exact rational distributions from the very same code.
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Real
@@ -27,6 +28,16 @@ from typing import Iterable, Sequence
 
 from .errors import InvalidSettings, TargetNumericError
 from .sampling import total_mass
+
+
+# Below this, logit / T can overflow f32 on the GPU (and floats here) for large logits; such a
+# temperature is greedy in all but name, so it is refused rather than computed differently per backend.
+MIN_TEMPERATURE = 1e-3
+
+
+def as_f32(value: float) -> float:
+    """The nearest float32: the WGSL kernel compares against top_p as an f32, and so does this module."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class SamplingSettings:
         """Raise InvalidSettings with a message naming the field; return self."""
         if not _finite(self.temperature) or self.temperature < 0:
             raise InvalidSettings(f"temperature must be >= 0, got {self.temperature}")
+        if 0 < self.temperature < MIN_TEMPERATURE:
+            raise InvalidSettings(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}, got {self.temperature}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise InvalidSettings(f"top_k must be an integer >= 0, got {self.top_k!r}")
         if not _finite(self.top_p) or not 0 < self.top_p <= 1:
@@ -67,6 +80,10 @@ class FloatLogits:
     @staticmethod
     def scale(logit: float, factor) -> float:
         return logit * float(factor)
+
+    @staticmethod
+    def divide(logit: float, divisor) -> float:
+        return logit / float(divisor)  # divided, as the WGSL kernel does (not multiplied by 1/T)
 
     @staticmethod
     def is_positive(logit: float) -> bool:
@@ -101,6 +118,10 @@ class ExactWeights:
             return weight
         root = Fraction(_exact_root(weight.numerator, factor.denominator), _exact_root(weight.denominator, factor.denominator))
         return root**factor.numerator
+
+    @classmethod
+    def divide(cls, weight: Fraction, divisor) -> Fraction:
+        return cls.scale(weight, 1 / Fraction(divisor))
 
     @staticmethod
     def is_positive(weight: Fraction) -> bool:
@@ -169,6 +190,8 @@ def apply_top_k(logits: list, k: int, ops=FLOAT) -> list:
 def apply_top_p(probs: list, top_p) -> list:
     if top_p >= 1:
         return probs
+    if isinstance(top_p, float):
+        top_p = as_f32(top_p)  # the threshold the GPU uses; exact (Fraction) settings stay exact
     order = sorted(range(len(probs)), key=probs.__getitem__, reverse=True)
     kept, mass = [], 0
     for index in order:
@@ -195,8 +218,7 @@ def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[
     if settings.greedy:
         return point_mass(len(row), argmax(row), ops)
     if settings.temperature != 1:
-        inverse = 1 / Fraction(settings.temperature) if ops is EXACT else 1.0 / settings.temperature
-        row = [x if x == ops.masked else ops.scale(x, inverse) for x in row]
+        row = [x if x == ops.masked else ops.divide(x, settings.temperature) for x in row]
     row = apply_top_k(row, settings.top_k, ops)
     probs = ops.softmax(row)
     probs = apply_top_p(probs, settings.top_p)

@@ -35,7 +35,9 @@ struct Verify {
 
 const LANES: u32 = 256u;
 const CHUNK: u32 = (V + LANES - 1u) / LANES;
-const RESIDUAL_FLOOR: f32 = 1e-6;  // f32 residual mass at or below this is rounding noise -> status 2
+// RESIDUAL_FLOOR comes from the header (acceptance.FLOAT_RESIDUAL_FLOOR): a residual mass at or below it is
+// rounding noise -> status 2, on both verifiers.
+const NEG_INF_BITS: u32 = 0xff800000u;
 // Probabilities below the smallest normal f32 are flushed to 0: many GPUs flush denormals anyway, so this
 // makes every adapter agree, and CPU rasterizers (lavapipe, SwiftShader) avoid slow denormal arithmetic.
 const MIN_NORMAL: f32 = 1.17549435e-38;
@@ -115,9 +117,9 @@ fn exclusive_prefix_u(lane: u32, value: u32) -> u32 {
     return before;
 }
 
-// Order-preserving u32 key of an f32 (larger float -> larger key).
+// Order-preserving u32 key of an f32 (larger float -> larger key); -0 and +0 share a key (they are equal).
 fn order_key(x: f32) -> u32 {
-    let bits = bitcast<u32>(x);
+    let bits = select(bitcast<u32>(x), 0u, bitcast<u32>(x) == 0x80000000u);
     return select(bits | 0x80000000u, ~bits, (bits & 0x80000000u) != 0u);
 }
 
@@ -142,16 +144,19 @@ fn process_row(lane: u32, row: u32) -> u32 {
     let start = chunk_start(lane);
     let end = chunk_end(lane);
     var bad = 0u;
+    var valid = 0u;
     var best = NEG_BIG;
     var best_index = V;
     for (var i = start; i < end; i++) {
         let x = penalized(row, i);
-        if ((bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u) { bad = 1u; }  // inf or NaN (bit test: no fast-math)
+        let bits = bitcast<u32>(x);  // bit tests: no fast-math assumptions about NaN or infinity
+        if ((bits & 0x7fffffffu) >= 0x7f800000u && bits != NEG_INF_BITS) { bad = 1u; }  // NaN or +inf
+        if (bits != NEG_INF_BITS) { valid += 1u; }  // -inf masks the token, as in processors.py
         let scaled = select(x / cfg.temperature, x, cfg.greedy == 1u);
         work[i] = scaled;  // scaled logits for now
         if (scaled > best) { best = scaled; best_index = i; }
     }
-    if (reduce_count(lane, bad) > 0u) { return 1u; }
+    if (reduce_count(lane, bad) > 0u || reduce_count(lane, valid) == 0u) { return 1u; }
     // Argmax, lowest index among equal maxima: the max value, then the smallest index holding it.
     let top = reduce_max(lane, best);
     let winner = V - reduce_max_index(lane, select(0u, V - best_index, best == top));

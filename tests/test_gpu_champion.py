@@ -208,14 +208,99 @@ def test_greedy_ties_break_to_the_lowest_index(synth):
     assert champion.verify_logits([row], request).terminal == 5
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_non_finite_logits_are_a_named_failure(synth, bad):
     champion, _ = synth
     row = [0.0] * champion.vocab_size
     row[3] = bad
+    request = VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(), SeededDraws(1))
     with pytest.raises(TargetNumericError):
-        champion.verify_logits([row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(), SeededDraws(1)))
+        champion.verify_logits([row], request)
+    with pytest.raises(TargetNumericError):
+        decide([row], request)
     assert RESULT_BYTES <= 64  # what a round reads back
+
+
+# ---- where the two verifiers could disagree: each edge case decided the same way by both ---------------
+
+def both(champion, rows, request):
+    """The device's decision, checked equal to the Python verifier's (the CPU champion path)."""
+    on_gpu = champion.verify_logits(rows, request)
+    assert on_gpu == decide(rows, request)
+    return on_gpu
+
+
+def test_minus_infinity_masks_a_token_on_both_verifiers(synth):
+    champion, _ = synth
+    row = [-200.0] * champion.vocab_size
+    row[3], row[4], row[9] = float("-inf"), 0.0, 0.5
+    for seed in range(30):
+        for settings in (SamplingSettings(repetition_penalty=1.5, top_k=3), SamplingSettings(temperature=0)):
+            request = VerifyRequest((1, 3), 1, (), (), 0, settings, SeededDraws(seed))
+            assert both(champion, [row], request).terminal in (4, 9)
+    masked = [float("-inf")] * champion.vocab_size
+    request = VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(), SeededDraws(1))
+    with pytest.raises(TargetNumericError):  # nothing left to sample
+        champion.verify_logits([masked], request)
+    with pytest.raises(TargetNumericError):
+        decide([masked], request)
+
+
+def test_top_p_compares_against_the_same_f32_threshold(synth):
+    """Ten tied tokens (p = 1/10) and top_p = 0.9: nine reach f32(0.9) = 0.89999998; in float64 the
+    running sum 0.8999999999999999 would fall short and keep all ten."""
+    champion, _ = synth
+    row = [-200.0] * champion.vocab_size
+    tied = list(range(100, 110))
+    for token in tied:
+        row[token] = 0.0
+    seen = Counter(both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_p=0.9), SeededDraws(s))).terminal
+                   for s in range(60))
+    assert set(seen) <= set(tied[:9]) and len(seen) >= 6
+
+
+def test_minus_zero_and_zero_tie_in_top_k(synth):
+    """-0 and +0 are equal logits: top-k breaks the tie by index on both verifiers."""
+    champion, _ = synth
+    row = [-200.0] * champion.vocab_size
+    row[5], row[10], row[20] = -0.0, 0.0, 1.0
+    seen = Counter(both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_k=2), SeededDraws(s))).terminal
+                   for s in range(40))
+    assert set(seen) == {5, 20}
+
+
+@pytest.mark.parametrize("tiny, refused", [(2.0**-21, True), (2.0**-19, False)])
+def test_the_residual_floor_is_the_same_on_both_verifiers(synth, tiny, refused):
+    """p = (1/2, 1/2) on tokens 7, 8; q = (1 - e) p + e * delta(50) drafts token 50 (p = 0, always rejected):
+    the residual mass is exactly e. Below FLOAT_RESIDUAL_FLOOR (1e-6) both refuse the round."""
+    from pyodide_app.acceptance import FLOAT_RESIDUAL_FLOOR
+    from pyodide_app.errors import ResidualMassError
+
+    champion, _ = synth
+    vocab = champion.vocab_size
+    row = [-200.0] * vocab
+    row[7] = row[8] = 0.0
+    q = [0.0] * vocab
+    q[7] = q[8] = 0.5 * (1 - tiny)
+    q[50] = tiny
+    request = VerifyRequest((1, 2), 1, (50,), (FullRow(q),), 0, SamplingSettings(), SeededDraws(3))
+    assert (tiny <= FLOAT_RESIDUAL_FLOOR) == refused
+    if refused:
+        with pytest.raises(ResidualMassError):
+            champion.verify_logits([row, row], request)
+        with pytest.raises(ResidualMassError):
+            decide([row, row], request)
+    else:
+        assert both(champion, [row, row], request).terminal in (7, 8)
+
+
+def test_tiny_temperatures_are_refused_before_any_work():
+    from pyodide_app.errors import InvalidSettings
+    from pyodide_app.processors import MIN_TEMPERATURE
+
+    with pytest.raises(InvalidSettings, match="greedy"):
+        SamplingSettings(temperature=MIN_TEMPERATURE / 2).validate()
+    SamplingSettings(temperature=MIN_TEMPERATURE).validate()
 
 
 def sample_counts(champion, rows, request_for, samples: int) -> Counter:

@@ -79,6 +79,8 @@ def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package,
     ("edit_draft_identity", "draft"),
     ("bad_json", "manifest.json"),
     ("wrong_schema", "manifest.json"),
+    ("edit_id_map_duplicate", "draft.id_map (draft.onnx): id 4 appears more than once"),
+    ("edit_id_map_range", "draft.id_map (draft.onnx): id 99999 is outside the vocabulary"),
 ])
 def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, damage, named):
     pkg = copy_package(synth_package, tmp_path)
@@ -111,6 +113,10 @@ def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, dam
         manifest_path.write_text("{not json")
     elif damage == "wrong_schema":
         manifest["schema_version"] = 99
+    elif damage.startswith("edit_id_map"):  # a reduced vocabulary whose ids are not distinct vocabulary ids
+        id_map = list(range(manifest["draft"]["output_vocab"]))
+        id_map[5 if damage.endswith("duplicate") else 0] = 4 if damage.endswith("duplicate") else 99999
+        manifest["draft"]["id_map"] = id_map
     if damage not in ("bad_json",) and damage.startswith(("edit", "wrong")):
         manifest_path.write_text(json.dumps(manifest))
     assert_one_line_error(run_build_tools("verify", str(pkg)), named)
