@@ -92,6 +92,46 @@ def test_a_draft_with_another_tokenizer_is_refused(playwright_instance, tmp_path
     assert "draft.onnx" in message and "tokenizer" in message, message
 
 
+def break_draft_at_run_time(model) -> None:
+    """draft.onnx still loads (hashes and identity updated) but every run fails: its token ids now pass
+    through an extra graph input that no runtime feeds."""
+    import hashlib
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    path = model / "draft.onnx"
+    graph = onnx.load(str(path))
+    for node in graph.graph.node:
+        node.input[:] = ["shifted_ids" if name == "input_ids" else name for name in node.input]
+    graph.graph.node.insert(0, helper.make_node("Add", ["input_ids", "id_shift"], ["shifted_ids"]))
+    graph.graph.input.append(helper.make_tensor_value_info("id_shift", TensorProto.INT64, [1]))
+    onnx.save(graph, str(path))
+    manifest = json.loads((model / "manifest.json").read_text())
+    data = path.read_bytes()
+    manifest["files"]["draft.onnx"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest["identity"]["draft_weights"] = manifest["files"]["draft.onnx"]["sha256"]
+    (model / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_failing_draft_falls_back_visibly(playwright_instance, tmp_path, synth_package, artifacts):
+    """Speculation that could not run is not hidden: the answer (champion alone, same tokens) says so."""
+    model = tmp_path / "model"
+    shutil.copytree(synth_package, model)
+    break_draft_at_run_time(model)
+    url, server = serve_site(model, tmp_path / "site")
+    try:
+        with open_app(playwright_instance, "chromium", url + "?nosw", {**SETTINGS, "proposer": "neural"}) as app:
+            app.wait_ready()
+            answer = app.ask(PROMPT)
+            app.screenshot(str(artifacts / "page-draft-fallback.png"))
+    finally:
+        server.shutdown()
+    assert answer.fallback == "DRAFT_RUNTIME", answer
+    assert "Speculation was off for this answer" in answer.text and "draft model failed" in answer.text, answer.text
+    assert answer.tokens == native_tokens(synth_package, prompt=PROMPT, proposer="none", k=0, temperature=0, seed=0, max_tokens=16)
+
+
 @pytest.mark.parametrize("engine", ["chromium", "webkitgtk"])
 def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, site_url, artifacts, engine):
     with open_app(playwright_instance, engine, site_url + "?nosw", {**SETTINGS, "max_tokens": 10_000}) as app:

@@ -263,10 +263,18 @@ function showComparison(results) {
     }
   }
   const same = results.every((r) => JSON.stringify(r.tokens) === JSON.stringify(results[0].tokens));
+  // WebGPU: each row's logits are bitwise the same however many rows a call scores, so greedy outputs
+  // must match exactly. CPU fallback: onnxruntime's logits move by ~1e-5 with the number of rows, which
+  // can swap two candidates that are tied to within that (docs/ARCHITECTURE.md, "What holds where").
+  const cpu = info?.backend === "CPU fallback";
   $("compare-identity").textContent = same
     ? `Greedy outputs identical across ${results.length} proposers (${results[0]?.tokens.length ?? 0} tokens).`
-    : "Greedy outputs DIFFER — this is a bug: speculation must not change the answer.";
-  $("compare-identity").className = same ? "" : "error";
+    : cpu
+      ? "Greedy outputs differ. On the CPU fallback this can happen where two candidate tokens are tied to within " +
+        "~0.0001 in score: scoring several tokens at once changes the model's arithmetic slightly. Each answer is still " +
+        "one the model could give alone."
+      : "Greedy outputs DIFFER — this is a bug: on WebGPU speculation must not change the answer.";
+  $("compare-identity").className = same || cpu ? "" : "error";
   survivalChart($("survival-chart"), results.filter((r) => r.speculative.proposer !== "none")
     .map((r) => ({ name: r.speculative.proposer, values: r.speculative.survival })));
   timeChart($("time-chart"), results.map((r) => ({ name: r.speculative.proposer, ...r.speculative.time_s })));

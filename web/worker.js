@@ -107,7 +107,7 @@ async function load({ kMax, context }) {
   manifest = JSON.parse(manifestText);
   const checkManifest = pyodide.pyimport("pyodide_app.manifest").check_manifest;
   try {
-    checkManifest(pyodide.toPy(manifest));
+    checkManifest(pyodide.pyimport("json").loads(manifestText));  // JSON null -> None (toPy would give jsnull)
   } catch (error) {
     throw new Error(`manifest.json: ${String(error.message || error).split("\n").filter(Boolean).pop()}`);
   }
