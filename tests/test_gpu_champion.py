@@ -112,19 +112,53 @@ def test_kv_rollback_after_a_rejection_equals_a_fresh_run(synth):
 DYADIC = [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.03125]  # exactly representable, sums to 1
 
 
-def dyadic_logits(vocab: int, rng: random.Random, support: int = 6) -> list[float]:
-    """log of a dyadic distribution on `support` random tokens; the rest far below (p = 0 in f32)."""
+def dyadic_logits(vocab: int, rng: random.Random, favoured=(), support: int = 6) -> list[float]:
+    """log of a dyadic distribution on `support` tokens, the `favoured` ones (distinct, up to 2) holding the
+    largest masses; the rest far below (p = 0 in f32). Favouring a round's earlier drafts makes a penalty
+    that forgets them change this row's decision."""
     row = [-200.0] * vocab
-    for token, p in zip(rng.sample(range(vocab), support), DYADIC):
+    chosen = list(dict.fromkeys(favoured))[:2]
+    chosen += rng.sample([t for t in range(vocab) if t not in chosen], support - len(chosen))
+    for token, p in zip(chosen, DYADIC):
         row[token] = math.log(p)
     return row
 
 
-def dyadic_q(vocab: int, rng: random.Random) -> list[float]:
-    q = [0.0] * vocab
-    for token, p in zip(rng.sample(range(vocab), 4), [0.5, 0.25, 0.125, 0.125]):
-        q[token] = p
-    return q
+def support_of(row: list[float]) -> list[int]:
+    return [t for t, x in enumerate(row) if x > -100]
+
+
+def draft_fixture(vocab: int, rng: random.Random, k: int, kind: str):
+    """Rows [k+1], drafts [k] and q rows of one round. Drafts are mostly tokens the target likes (p > 0),
+    so acceptance, residuals and later rows all get exercised; row j favours drafts 1..j."""
+    rows, drafts = [], []
+    for j in range(k + 1):
+        rows.append(dyadic_logits(vocab, rng, favoured=drafts[::-1]))
+        if j < k:
+            roll, support = rng.random(), support_of(rows[j])
+            top = max(support, key=lambda t: (rows[j][t], -t))
+            drafts.append(top if roll < 0.5 else rng.choice(support) if roll < 0.85 else rng.randrange(vocab))
+    if kind == "point":
+        return rows, drafts, tuple(PointMass(d) for d in drafts)
+    if kind == "full":
+        q_rows = []
+        for j, d in enumerate(drafts):
+            q = [0.0] * vocab
+            others = rng.sample([t for t in support_of(rows[j]) + rng.sample(range(vocab), 3) if t != d], 3)
+            for token, mass in zip([d] + others, [0.5, 0.25, 0.125, 0.125]):
+                q[token] += mass
+            q_rows.append(FullRow(q))
+        return rows, drafts, tuple(q_rows)
+    ids = list(dict.fromkeys(drafts))  # one id map per round, holding every draft (distinct ids)
+    ids += rng.sample([t for t in range(vocab) if t not in ids], 8 - len(ids))
+    rng.shuffle(ids)
+    q_rows = []
+    for d in drafts:
+        masses = [0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125]
+        masses[ids.index(d)] = 0.25  # the draft's own mass; another id gives up 1/8
+        masses[(ids.index(d) + 1) % 8] = 0.0
+        q_rows.append(ReducedRow(tuple(ids), masses))
+    return rows, drafts, tuple(q_rows)
 
 
 SETTINGS = {
@@ -143,42 +177,27 @@ SETTINGS = {
 
 @pytest.mark.parametrize("name", SETTINGS)
 def test_verify_kernel_decisions_equal_the_python_reference(synth, name):
+    """Full, reduced (id map) and point-mass draft rows, k = 0..4, drafts the target mostly likes."""
     champion, _ = synth
     settings = SETTINGS[name]
     vocab = champion.vocab_size
     rng = random.Random(name)
     outcomes = Counter()
-    for trial in range(24):
+    for trial in range(36):
         k = trial % 5
-        rows = [dyadic_logits(vocab, rng) for _ in range(k + 1)]
-        drafts = []
-        draft_rows = []
-        for j in range(k):
-            kind = (trial + j) % 3
-            if kind == 0:  # a token the target likes, as a point mass (prompt lookup)
-                token = max(range(vocab), key=lambda t: (rows[j][t], -t))
-                drafts.append(token)
-            else:
-                q = dyadic_q(vocab, rng)
-                drafts.append(max(range(vocab), key=lambda t: (q[t], -t)))
-            draft_rows.append(q)
-        kind = trial % 3
-        if kind == 0:
-            q_rows = tuple(PointMass(d) for d in drafts)
-        elif kind == 1:
-            q_rows = tuple(FullRow(dyadic_q(vocab, random.Random(trial * 7 + j))) for j in range(k))
-            drafts = [max(range(vocab), key=lambda t: (r.probs[t], -t)) for r in q_rows]
-        else:
-            ids = sorted(rng.sample(range(vocab), 8))
-            q_rows = tuple(ReducedRow(ids, [0.25, 0.25, 0.125, 0.125, 0.0625, 0.0625, 0.0625, 0.0625]) for _ in range(k))
-            drafts = [ids[0]] * k
-        context = (1, 2, 3, drafts[0] if drafts else 4)
+        kind = ("point", "full", "reduced")[trial % 3]
+        rows, drafts, q_rows = draft_fixture(vocab, rng, k, kind)
+        context = (1, 2, 3, 4)  # no draft in the committed context: only the round's own drafts penalise them
         request = VerifyRequest(context, len(context) - 1, tuple(drafts), q_rows if k else (), trial, settings, SeededDraws(1000 + trial))
         on_gpu = champion.verify_logits(rows, request)
         reference = decide(rows, request)
-        assert on_gpu == reference, f"trial {trial}"
+        assert on_gpu == reference, f"trial {trial} ({kind}, k={k})"
         outcomes[on_gpu.kind] += 1
+        outcomes[f"accepted>=1 {kind}"] += on_gpu.accepted >= 1
+    print(f"\n[gpu] verify parity {name}: {dict(outcomes)}")
     assert outcomes["sample"] and (outcomes["bonus"] or outcomes["correction"])
+    if name not in ("greedy", "top_k_1", "top_p_tiny"):  # (those make p a point mass) acceptance for every row kind
+        assert all(outcomes[f"accepted>=1 {kind}"] for kind in ("point", "full", "reduced")), dict(outcomes)
 
 
 def test_top_p_keeps_tied_tokens_only_until_the_mass_reaches_p(synth):
