@@ -369,7 +369,11 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
     cpu_engine = load_engine(synth_package, context_limit=256, backend="cpu")
     request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 16,
                "temperature": temperature, "seed": 5, "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 4}}
-    assert list(cpu_engine.chat(request))[-1]["tokens"] == list(synth_engine.chat(request))[-1]["tokens"]
+    on_cpu, on_gpu = list(cpu_engine.chat(request))[-1], list(synth_engine.chat(request))[-1]
+    assert on_cpu["tokens"] == on_gpu["tokens"]
+    for done in (on_cpu, on_gpu):
+        assert_speculation_ran(done, expect_proposals=proposer in ("neural", "hybrid"))
+    assert on_cpu["speculative"]["proposed"] == on_gpu["speculative"]["proposed"]
 
 
 def test_forget_context_only_drops_the_cached_prefix(synth_engine):

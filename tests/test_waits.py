@@ -116,6 +116,10 @@ def test_async_driver_gives_the_synchronous_tokens(engines, proposer, temperatur
     events = drive(asynchronous, chat_request(proposer, temperature))
     done = events[-1]
     assert done["type"] == "done" and done["tokens"] == expected["tokens"] and done["finish_reason"] == expected["finish_reason"]
+    for result in (done, expected):  # speculation really ran on both drivers
+        assert result["speculative"]["fallback_code"] is None, result["speculative"]
+        assert result["speculative"]["proposed"] > 0 or proposer in ("none", "prompt_lookup")
+    assert done["speculative"]["proposed"] == expected["speculative"]["proposed"]
     assert "".join(e["text"] for e in events if e["type"] == "delta") == done["text"]
     assert asynchronous.champion.runtime.waits > waits_before  # the champion really went through Waits
 
