@@ -29,11 +29,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pyodide_app.manifest import ModelConfig
 
+from .reference import dequantize
 from .source import ModelSource, SourceError, Tensor
 
 OPSET = 17
 IR_VERSION = 10
 BLOCK = 32
+KEY_BLOCK = 256  # champion graphs pad attention keys to a multiple of this (batch invariance)
 
 
 def q4_1_for_matmulnbits(tensor: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,15 +89,23 @@ class Graph:
 
 
 class LlamaExporter:
-    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None, all_rows: bool = False):
+    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None, all_rows: bool = False,
+                 dense: bool = False):
         self.source, self.config, self.n_layers = source, source.config, n_layers
         self.id_map = id_map
         self.all_rows = all_rows  # also output all_logits [1, T, V'] (the no-WebGPU champion scores every row)
+        self.dense = dense  # float32 weights (d*q + m, the GGUF values): plain MatMul/Gemm, no MatMulNBits
+        # Batch-invariant attention (each row computed the same way whatever the call's T): only worth it
+        # where the rest of the graph is batch-invariant too, i.e. float32 weights in a champion graph.
+        self.invariant = all_rows and dense
         self.g = Graph()
 
     def matmul(self, x: str, tensor: Tensor, hint: str) -> str:
         """x @ W^T for a projection stored [in, out] in GGUF order, keeping its quantized values."""
         g, (k, n) = self.g, tensor.shape
+        if self.dense and tensor.format != "f32":
+            weight = np.ascontiguousarray(dequantize(tensor).T)  # [in, out] float32
+            return g.op("MatMul", [x, g.const(weight, hint + "_w")], hint)
         if tensor.format == "f32":
             weight = np.asarray(tensor.data, np.float32).reshape(n, k).T
             return g.op("MatMul", [x, g.const(np.ascontiguousarray(weight), hint + "_w")], hint)
@@ -126,6 +136,23 @@ class LlamaExporter:
         joined = g.op("Concat", [out_even, out_odd], axis=-1)
         return g.op("Reshape", [joined, g.const(np.array([1, -1, heads, hd], np.int64))])
 
+    # Attention without MatMul for invariant graphs: onnxruntime's MatMul on activations gives a row other
+    # last bits when the call has more rows (measured 1.1e-5 on q.k), while an elementwise product summed
+    # over a fixed axis computes every output the same way whatever T is.
+    def invariant_scores(self, qg: str, k: str) -> str:
+        """qg [1, kv, g, T, hd], k [1, kv, S, hd] -> q.k [1, kv, g, T, S]."""
+        g = self.g
+        q5 = g.op("Unsqueeze", [qg, g.const(np.array([4], np.int64))])  # [1, kv, g, T, 1, hd]
+        k5 = g.op("Unsqueeze", [k, g.const(np.array([2, 3], np.int64))])  # [1, kv, 1, 1, S, hd]
+        return g.op("ReduceSum", [g.op("Mul", [q5, k5]), g.const(np.array([-1], np.int64))], keepdims=0)
+
+    def invariant_mix(self, weights: str, v: str) -> str:
+        """weights [1, kv, g, T, S], v [1, kv, S, hd] -> sum_s w v [1, kv, g, T, hd]."""
+        g = self.g
+        w6 = g.op("Unsqueeze", [weights, g.const(np.array([5], np.int64))])  # [1, kv, g, T, S, 1]
+        v6 = g.op("Unsqueeze", [v, g.const(np.array([2, 3], np.int64))])  # [1, kv, 1, 1, S, hd]
+        return g.op("ReduceSum", [g.op("Mul", [w6, v6]), g.const(np.array([-2], np.int64))], keepdims=0)
+
     def build(self) -> onnx.ModelProto:
         g, c = self.g, self.config
         kv, hd, group = c.n_kv_heads, c.head_dim, c.n_heads // c.n_kv_heads
@@ -148,19 +175,33 @@ class LlamaExporter:
         table_shape = g.const(np.array([1, -1, 1, hd // 2, 1], np.int64))
         cos = g.op("Reshape", [g.op("Cos", [angles]), table_shape])
         sin = g.op("Reshape", [g.op("Sin", [angles]), table_shape])
-        key_positions = g.op("Unsqueeze", [g.op("Range", [g.const(np.int64(0)), total_len, one]), g.const(np.array([0], np.int64))])
+        # Attention length: the keys 0..P+T-1, padded with zero rows up to a multiple of KEY_BLOCK in an
+        # invariant graph, so that a row's reductions over keys run over the same blocks whatever the call's
+        # T: the extra terms are exact zeros.
+        attention_len = total_len
+        if self.invariant:
+            block = g.const(np.int64(KEY_BLOCK))
+            attention_len = g.op("Mul", [g.op("Div", [g.op("Add", [total_len, g.const(np.int64(KEY_BLOCK - 1))]), block]), block])
+            key_pad = g.op("Sub", [attention_len, total_len])
+            self.key_pads = g.op("Concat", [g.const(np.zeros(6, np.int64)), g.op("Unsqueeze", [key_pad, g.const(np.array([0], np.int64))]),
+                                            g.const(np.zeros(1, np.int64))], axis=0)  # [0,0,0,0, 0,0,pad,0] for [1,kv,S,hd]
+        key_positions = g.op("Unsqueeze", [g.op("Range", [g.const(np.int64(0)), attention_len, one]), g.const(np.array([0], np.int64))])
         allowed = g.op("LessOrEqual", [key_positions, g.op("Unsqueeze", [positions, g.const(np.array([1], np.int64))])])
         neg_inf = g.const(np.float32(-np.inf))
 
         # Embedding from the Q8_0 table (shared with the tied head).
         embed = self.source.require("token_embd.weight")
-        codes, scales = q8_0_table(embed)
-        self.embed_codes, self.embed_scales = g.const(codes, "embd_q"), g.const(scales.reshape(-1), "embd_s")
-        scales_2d = g.op("Reshape", [self.embed_scales, g.const(np.array(scales.shape, np.int64))])
-        rows = g.op("Cast", [g.op("Gather", [self.embed_codes, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
-        row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_2d, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
-        x = g.op("Mul", [g.op("Sub", [rows, g.const(np.float32(128))]), row_scales])
-        x = g.op("Reshape", [x, g.const(np.array([1, -1, c.d_model], np.int64))])
+        if self.dense:  # one float32 table [vocab, d] for the lookup and (transposed by Gemm) the tied head
+            self.embed_table = g.const(dequantize(embed), "embd_f32")
+            x = g.op("Gather", [self.embed_table, "input_ids"], axis=0)  # [1, T, d]
+        else:
+            codes, scales = q8_0_table(embed)
+            self.embed_codes, self.embed_scales = g.const(codes, "embd_q"), g.const(scales.reshape(-1), "embd_s")
+            scales_2d = g.op("Reshape", [self.embed_scales, g.const(np.array(scales.shape, np.int64))])
+            rows = g.op("Cast", [g.op("Gather", [self.embed_codes, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
+            row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_2d, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
+            x = g.op("Mul", [g.op("Sub", [rows, g.const(np.float32(128))]), row_scales])
+            x = g.op("Reshape", [x, g.const(np.array([1, -1, c.d_model], np.int64))])
 
         for i in range(self.n_layers):
             t = lambda part: self.source.require(f"blk.{i}.{part}.weight")  # noqa: E731
@@ -170,11 +211,19 @@ class LlamaExporter:
             v = g.op("Reshape", [self.matmul(h, t("attn_v"), f"l{i}_v"), g.const(np.array([1, -1, kv, hd], np.int64))])
             k = g.op("Concat", [f"past_key_{i}", g.op("Transpose", [k], perm=[0, 2, 1, 3])], outputs=[f"present_key_{i}"], axis=2)
             v = g.op("Concat", [f"past_value_{i}", g.op("Transpose", [v], perm=[0, 2, 1, 3])], outputs=[f"present_value_{i}"], axis=2)
+            if self.invariant:  # zero key/value rows up to the padded attention length (not in the KV outputs)
+                k = g.op("Pad", [k, self.key_pads])
+                v = g.op("Pad", [v, self.key_pads])
             qg = g.op("Reshape", [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))])
-            kt = g.op("Unsqueeze", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(np.array([2], np.int64))])
-            scores = g.op("Mul", [g.op("MatMul", [qg, kt]), g.const(np.float32(1.0 / np.sqrt(hd)))])
+            if self.invariant:
+                scores, attn_of = self.invariant_scores(qg, k), self.invariant_mix
+            else:
+                kt = g.op("Unsqueeze", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(np.array([2], np.int64))])
+                scores = g.op("MatMul", [qg, kt])
+                attn_of = lambda w, values: g.op("MatMul", [w, g.op("Unsqueeze", [values, g.const(np.array([2], np.int64))])])  # noqa: E731
+            scores = g.op("Mul", [scores, g.const(np.float32(1.0 / np.sqrt(hd)))])
             weights = g.op("Softmax", [g.op("Where", [allowed, scores, neg_inf])], axis=-1)
-            attn = g.op("MatMul", [weights, g.op("Unsqueeze", [v, g.const(np.array([2], np.int64))])])  # [1,kv,g,T,hd]
+            attn = attn_of(weights, v)  # [1,kv,g,T,hd]
             attn = g.op("Reshape", [attn, g.const(np.array([1, c.n_heads, -1, hd], np.int64))])
             attn = g.op("Reshape", [g.op("Transpose", [attn], perm=[0, 2, 1, 3]), g.const(np.array([1, -1, c.d_model], np.int64))])
             x = g.op("Add", [x, self.matmul(attn, t("attn_output"), f"l{i}_o")])
@@ -204,6 +253,15 @@ class LlamaExporter:
         """Tied (or separate) head over the output vocabulary, then processing and sampling.
         With last_index, `hidden` holds every row: all_logits is the head over all rows and logits its last."""
         g, c = self.g, self.config
+        head_out = "all_logits" if last_index is not None else "logits"
+        if self.dense and c.tied_embeddings and self.id_map is None:
+            flat = g.op("Reshape", [hidden, g.const(np.array([-1, c.d_model], np.int64))])  # [T, d]
+            scores = g.op("Gemm", [flat, self.embed_table], transB=1)  # [T, vocab]
+            g.op("Reshape", [scores, g.const(np.array([1, -1, c.vocab_size], np.int64))], outputs=[head_out])
+            if last_index is not None:
+                g.op("Gather", ["all_logits", last_index], outputs=["logits"], axis=1)
+            add_sampler(g, self.id_map)
+            return
         if c.tied_embeddings and self.id_map is None:  # the embedding table itself, not a copy
             out_vocab, nb = c.vocab_size, c.d_model // BLOCK
             codes_name, scales_name = self.embed_codes, self.embed_scales
@@ -214,7 +272,6 @@ class LlamaExporter:
             codes_name, scales_name = g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s")
         zero_points = np.full(out_vocab * nb, 128, np.uint8)
         inputs = [hidden, codes_name, scales_name, g.const(zero_points, "head_z")]
-        head_out = "all_logits" if last_index is not None else "logits"
         g.op("MatMulNBits", inputs, outputs=[head_out], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
         if last_index is not None:
             g.op("Gather", ["all_logits", last_index], outputs=["logits"], axis=1)
@@ -285,11 +342,12 @@ def replace_sampler(model: onnx.ModelProto, id_map: np.ndarray | None) -> onnx.M
     return model
 
 
-def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False) -> dict:
+def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False,
+                 dense: bool = False) -> dict:
     """Write the ONNX file; returns the manifest entry (config, io names, vocabulary)."""
     if not 1 <= n_layers <= source.config.n_layers:
         raise SourceError(f"{source.origin}: draft needs 1..{source.config.n_layers} layers, got {n_layers}")
-    model = LlamaExporter(source, n_layers, id_map, all_rows).build()
+    model = LlamaExporter(source, n_layers, id_map, all_rows, dense).build()
     onnx.save(model, str(path))
     config = ModelConfig(**{**source.config.to_dict(), "n_layers": n_layers})
     return {

@@ -1,0 +1,61 @@
+"""The float32-weights champion graph (export_onnx dense=True, all_rows): the GGUF values d*q + m as plain
+float32 weights and batch-invariant attention. Groundwork for the fast CPU champion (issue 16).
+
+Each row's logits must be bitwise identical whether it is scored alone or among T = 1..9 rows, at
+context lengths on both sides of the 256-key attention block; and they must match the numpy reference.
+Bug it catches: attention through onnxruntime's MatMul (a row changes in its last bits with T: measured
+1.1e-5 on q.k), or unpadded key lengths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from build_tools.export_onnx import KEY_BLOCK, export_llama
+from build_tools.reference import ReferenceModel
+from build_tools.synth import synth_models
+from pyodide_app.native.onnx_champion import OnnxChampionRuntime
+
+T_MAX = 9
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory):
+    champion, _ = synth_models(0)
+    path = tmp_path_factory.mktemp("dense") / "champion_dense.onnx"
+    entry = export_llama(champion, champion.config.n_layers, path, all_rows=True, dense=True)
+    return OnnxChampionRuntime(path, entry, threads=1), ReferenceModel(champion.config, champion.tensors)
+
+
+def prefill(runtime, tokens, chunk=64):
+    runtime.truncate(0)
+    for start in range(0, len(tokens), chunk):
+        runtime.run_array(tokens[start : start + chunk])
+
+
+@pytest.mark.parametrize("position", [5, KEY_BLOCK - 4, KEY_BLOCK + 3])
+def test_each_rows_logits_are_bitwise_identical_for_every_t(dense, position):
+    runtime, _ = dense
+    rng = np.random.default_rng(position)
+    context = [int(t) for t in rng.integers(3, runtime.vocab_size, position)]
+    rows = [int(t) for t in rng.integers(3, runtime.vocab_size, T_MAX)]
+    prefill(runtime, context)
+    single = []
+    for token in rows:  # champion-alone: one row per call
+        single.append(runtime.run_array([token])[0].copy())
+    for t in range(1, T_MAX + 1):  # speculation: T rows per call from the same committed length
+        runtime.truncate(position)
+        batch = runtime.run_array(rows[:t])
+        for i in range(t):
+            assert np.array_equal(batch[i], single[i]), f"row {i} differs at T={t} (position {position})"
+
+
+def test_logits_match_the_numpy_reference(dense):
+    runtime, reference = dense
+    tokens = [1, 70, 80, 90, 33, 12, 250, 7]
+    prefill(runtime, [])
+    runtime.truncate(0)
+    got = runtime.run_array(tokens)
+    expected = reference.forward(tokens, reference.new_cache(len(tokens)), 0)
+    assert float(np.abs(got - expected).max()) < 1e-4
