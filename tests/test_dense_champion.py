@@ -25,7 +25,7 @@ def dense(tmp_path_factory):
     champion, _ = synth_models(0)
     path = tmp_path_factory.mktemp("dense") / "champion_dense.onnx"
     entry = export_llama(champion, champion.config.n_layers, path, all_rows=True, dense=True)
-    return OnnxChampionRuntime(path, entry, threads=1), ReferenceModel(champion.config, champion.tensors)
+    return OnnxChampionRuntime(path, entry, threads=1), ReferenceModel(champion.config, champion.tensors), path
 
 
 def prefill(runtime, tokens, chunk=64):
@@ -36,7 +36,7 @@ def prefill(runtime, tokens, chunk=64):
 
 @pytest.mark.parametrize("position", [5, KEY_BLOCK - 4, KEY_BLOCK + 3])
 def test_each_rows_logits_are_bitwise_identical_for_every_t(dense, position):
-    runtime, _ = dense
+    runtime, _, _ = dense
     rng = np.random.default_rng(position)
     context = [int(t) for t in rng.integers(3, runtime.vocab_size, position)]
     rows = [int(t) for t in rng.integers(3, runtime.vocab_size, T_MAX)]
@@ -52,10 +52,28 @@ def test_each_rows_logits_are_bitwise_identical_for_every_t(dense, position):
 
 
 def test_logits_match_the_numpy_reference(dense):
-    runtime, reference = dense
+    runtime, reference, _ = dense
     tokens = [1, 70, 80, 90, 33, 12, 250, 7]
     prefill(runtime, [])
     runtime.truncate(0)
     got = runtime.run_array(tokens)
     expected = reference.forward(tokens, reference.new_cache(len(tokens)), 0)
     assert float(np.abs(got - expected).max()) < 1e-4
+
+
+def test_rows_are_bitwise_identical_for_every_t_in_onnxruntime_web(dense, tmp_path):
+    """The browser's runtime (wasm SIMD, under Node): row i of a T-row call from an empty cache is the same
+    for every T > i."""
+    from .test_reference_and_onnx import empty_past, run_in_onnxruntime_web
+
+    runtime, _, path = dense
+    config = {"n_layers": runtime.layers, "n_kv_heads": runtime.kv_heads, "head_dim": runtime.head_dim}
+    tokens = [1, 70, 80, 90, 33, 12, 250, 7, 41]
+    rows = {}
+    for t in range(1, T_MAX + 1):
+        feeds = {"input_ids": np.array([tokens[:t]], np.int64), **empty_past(config)}
+        out = run_in_onnxruntime_web(path, feeds, [{"temperature": 0.0, "uniform": 1.0}], ["all_logits"])[0]
+        rows[t] = np.asarray(out["all_logits"], np.float32).reshape(t, -1)
+    for t in range(2, T_MAX + 1):
+        for i in range(t - 1):
+            assert np.array_equal(rows[t][i], rows[i + 1][i]), f"row {i} differs between T={i + 1} and T={t}"
