@@ -94,7 +94,9 @@ class LlamaExporter:
         self.source, self.config, self.n_layers = source, source.config, n_layers
         self.id_map = id_map
         self.all_rows = all_rows  # also output all_logits [1, T, V'] (the no-WebGPU champion scores every row)
-        self.dense = dense  # float32 weights (d*q + m, the GGUF values): plain MatMul/Gemm, no MatMulNBits
+        self.dense = dense  # float32 weights (d*q + m, the GGUF values): plain Gemm, no MatMulNBits
+        self.dense_weights: dict[str, str] = {}  # initializer -> GGUF tensor it dequantises (dense graphs)
+        self.tensor_names = {id(tensor): name for name, tensor in source.tensors.items()}
         # Batch-invariant attention (each row computed the same way whatever the call's T): only worth it
         # where the rest of the graph is batch-invariant too, i.e. float32 weights in a champion graph.
         self.invariant = all_rows and dense
@@ -103,9 +105,12 @@ class LlamaExporter:
     def matmul(self, x: str, tensor: Tensor, hint: str) -> str:
         """x @ W^T for a projection stored [in, out] in GGUF order, keeping its quantized values."""
         g, (k, n) = self.g, tensor.shape
-        if self.dense and tensor.format != "f32":
-            weight = np.ascontiguousarray(dequantize(tensor).T)  # [in, out] float32
-            return g.op("MatMul", [x, g.const(weight, hint + "_w")], hint)
+        if self.dense and tensor.format != "f32":  # Gemm over the GGUF row order [out, in]: no transposed copy
+            weight = g.const(dequantize(tensor), hint + "_w")
+            self.dense_weights[weight] = self.tensor_names[id(tensor)]
+            flat = g.op("Reshape", [x, g.const(np.array([-1, k], np.int64))])
+            product = g.op("Gemm", [flat, weight], hint, transB=1)
+            return g.op("Reshape", [product, g.const(np.array([1, -1, n], np.int64))])
         if tensor.format == "f32":
             weight = np.asarray(tensor.data, np.float32).reshape(n, k).T
             return g.op("MatMul", [x, g.const(np.ascontiguousarray(weight), hint + "_w")], hint)
@@ -193,6 +198,7 @@ class LlamaExporter:
         embed = self.source.require("token_embd.weight")
         if self.dense:  # one float32 table [vocab, d] for the lookup and (transposed by Gemm) the tied head
             self.embed_table = g.const(dequantize(embed), "embd_f32")
+            self.dense_weights[self.embed_table] = "token_embd.weight"
             x = g.op("Gather", [self.embed_table, "input_ids"], axis=0)  # [1, T, d]
         else:
             codes, scales = q8_0_table(embed)
@@ -342,12 +348,34 @@ def replace_sampler(model: onnx.ModelProto, id_map: np.ndarray | None) -> onnx.M
     return model
 
 
+def without_weights(model: onnx.ModelProto, dense_weights: dict[str, str]) -> onnx.ModelProto:
+    """The graph with each dense weight turned into an external-data reference named after its GGUF tensor
+    (location = tensor name, float32, GGUF row order): a runtime builds the values from the package's shards
+    (natively: native/dense_champion.py; in the browser: the worker), so the weights are downloaded once."""
+    for initializer in model.graph.initializer:
+        tensor = dense_weights.get(initializer.name)
+        if tensor is None:
+            continue
+        size = len(initializer.raw_data)
+        initializer.ClearField("raw_data")
+        initializer.data_location = TensorProto.EXTERNAL
+        del initializer.external_data[:]
+        for key, value in (("location", tensor), ("offset", "0"), ("length", str(size))):
+            entry = initializer.external_data.add()
+            entry.key, entry.value = key, value
+    return model
+
+
 def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False,
-                 dense: bool = False) -> dict:
-    """Write the ONNX file; returns the manifest entry (config, io names, vocabulary)."""
+                 dense: bool = False, weightless: bool = False) -> dict:
+    """Write the ONNX file; returns the manifest entry (config, io names, vocabulary; with weightless, the
+    external weights: initializer -> GGUF tensor)."""
     if not 1 <= n_layers <= source.config.n_layers:
         raise SourceError(f"{source.origin}: draft needs 1..{source.config.n_layers} layers, got {n_layers}")
-    model = LlamaExporter(source, n_layers, id_map, all_rows, dense).build()
+    exporter = LlamaExporter(source, n_layers, id_map, all_rows, dense)
+    model = exporter.build()
+    if weightless:
+        model = without_weights(model, exporter.dense_weights)
     onnx.save(model, str(path))
     config = ModelConfig(**{**source.config.to_dict(), "n_layers": n_layers})
     return {
@@ -356,4 +384,5 @@ def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | 
         "id_map": None if id_map is None else [int(i) for i in id_map],
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
         "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"] + (["all_logits"] if all_rows else []),
+        **({"external_weights": dict(sorted(exporter.dense_weights.items()))} if weightless else {}),
     }

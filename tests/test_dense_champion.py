@@ -77,3 +77,22 @@ def test_rows_are_bitwise_identical_for_every_t_in_onnxruntime_web(dense, tmp_pa
     for t in range(2, T_MAX + 1):
         for i in range(t - 1):
             assert np.array_equal(rows[t][i], rows[i + 1][i]), f"row {i} differs between T={i + 1} and T={t}"
+
+
+def test_weightless_graph_filled_from_the_package_shards_gives_the_same_logits(dense, synth_package, tmp_path):
+    """One download for both backends: the graph file holds no weights; native/dense_champion.py builds them
+    from the champion shards (its own dequantiser) and the logits are bitwise those of the full graph."""
+    import json
+
+    from pyodide_app.native.dense_champion import open_dense_runtime
+
+    runtime, _, path = dense
+    champion, _ = synth_models(0)
+    light = tmp_path / "champion_cpu.onnx"
+    entry = export_llama(champion, champion.config.n_layers, light, all_rows=True, dense=True, weightless=True)
+    assert light.stat().st_size < path.stat().st_size / 10
+    manifest = json.loads((synth_package / "manifest.json").read_text())
+    filled = open_dense_runtime(synth_package, manifest, light, entry)
+    tokens = [1, 70, 80, 90, 33, 12, 250, 7]
+    runtime.truncate(0)
+    assert np.array_equal(filled.run_array(tokens), runtime.run_array(tokens))

@@ -12,11 +12,13 @@ from ..acceptance import FullRow, ReducedRow
 
 
 class OnnxDraftRuntime:
-    def __init__(self, path: Path, entry: dict, threads: int = 1):
-        options = ort.SessionOptions()
+    def __init__(self, path: Path | bytes, entry: dict, threads: int = 1, options: ort.SessionOptions | None = None):
+        """path: the .onnx file, or the graph's bytes; options: prepared ones (external initializers)."""
+        options = options or ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        model = path if isinstance(path, bytes) else str(path)
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         config = entry["config"]
         self.layers, self.kv_heads, self.head_dim = config["n_layers"], config["n_kv_heads"], config["head_dim"]
         self.vocab_size = config["vocab_size"]
