@@ -140,8 +140,8 @@ def default_package() -> Path:
     model = WEB / "model"
     try:
         manifest = verify_package(model)
-        if not manifest.get("fallback"):
-            raise ManifestError(str(model), "built without champion.onnx")
+        if not manifest.get("fallback") or not manifest.get("cpu_champion"):
+            raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
         if manifest["identity"]["draft_weights"] != read_prebuilt(DEFAULT_DRAFT).provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
     except (ManifestError, OSError):

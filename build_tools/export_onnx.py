@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from pyodide_app.cpu_champion import KEY_BLOCK  # invariant graphs pad attention keys to a multiple of this
 from pyodide_app.manifest import ModelConfig
 
 from .reference import dequantize
@@ -35,7 +36,6 @@ from .source import ModelSource, SourceError, Tensor
 OPSET = 17
 IR_VERSION = 10
 BLOCK = 32
-KEY_BLOCK = 256  # champion graphs pad attention keys to a multiple of this (batch invariance)
 
 
 def q4_1_for_matmulnbits(tensor: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -38,7 +38,16 @@ TOKENIZER_FILE = "tokenizer.json"
 TEMPLATE_FILE = "chat_template.jinja"
 GOLDEN_FILE = "golden.json"
 DRAFT_FILE = "draft.onnx"
-FALLBACK_FILE = "champion.onnx"  # the champion for browsers without WebGPU (all-row logits)
+FALLBACK_FILE = "champion.onnx"  # the compact champion for browsers without WebGPU (all-row logits, MatMulNBits)
+# The fast CPU champion: float32 weights, batch-invariant; the file holds no weights (they are dequantised
+# from the champion shards at load, so the CPU path downloads what the WebGPU path does).
+CPU_CHAMPION_FILE = "champion_cpu.onnx"
+
+
+def export_cpu_champion(champion: ModelSource, path: Path) -> dict:
+    from .export_onnx import export_llama
+
+    return export_llama(champion, champion.config.n_layers, path, all_rows=True, dense=True, weightless=True)
 
 
 @dataclass
@@ -246,11 +255,13 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
         identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **{f"draft_{key}": value for key, value in draft.identity().items()}})
-    fallback_entry = None
+    fallback_entry = cpu_entry = None
     if export_fallback is not None:
         fallback_entry = export_fallback(champion, folder / FALLBACK_FILE)
         fallback_entry["onnx"] = FALLBACK_FILE
         identity["fallback_weights"] = file_entry(folder / FALLBACK_FILE)["sha256"]
+        cpu_entry = export_cpu_champion(champion, folder / CPU_CHAMPION_FILE)
+        cpu_entry["onnx"] = CPU_CHAMPION_FILE
     manifest = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -258,6 +269,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         "champion": {"config": champion.config.to_dict(), "tensors": tensors},
         "draft": draft_entry,
         "fallback": fallback_entry,
+        "cpu_champion": cpu_entry,
         "tokenizer": TOKENIZER_FILE,
         "chat_template": TEMPLATE_FILE,
         "generation": {

@@ -64,6 +64,7 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
         backend_text = app.wait_ready()
         cpu = engine in CPU_ENGINES
         assert ("CPU fallback" in backend_text) == cpu, backend_text
+        assert ("(float32)" in backend_text) == cpu, backend_text  # the fast CPU champion, weights from the shards
         rows = run_cases(app, synth_package, "cpu" if cpu else "webgpu", cases, SYNTH_PROMPT, 16)
     report(artifacts, "synth", engine, backend_text, rows)
     for row in rows:

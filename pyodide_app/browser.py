@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from .acceptance import FullRow, ReducedRow
 from .chat_template import ChatTemplate
+from .cpu_champion import CpuChampion, attention_bytes_per_row_key
 from .engine import Engine
 from .gpu_champion import GPUChampion
 from .orchestrator import CancelToken
@@ -98,11 +99,13 @@ class BrowserDraftRuntime:
 
 
 class BrowserChampionRuntime:
-    """ChampionRuntime on web/draft.js's DraftRunner loaded with champion.onnx (no WebGPU)."""
+    """ChampionRuntime on web/draft.js's DraftRunner loaded with the CPU champion (no WebGPU): the float32
+    graph (manifest "cpu_champion", weights from the shards) or the compact champion.onnx ("fallback")."""
 
     def __init__(self, runner: Any, entry: dict):
         self.runner = runner
         self.vocab_size = entry["config"]["vocab_size"]
+        self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
         self.cached: list[int] = []
 
     def truncate(self, length: int) -> None:
@@ -133,15 +136,14 @@ class JsCancel(CancelToken):
 
 
 def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
-                  context_limit: int, champion_runner: Any = None, progress: Any = None) -> Engine:
+                  context_limit: int, champion_runner: Any = None, progress: Any = None,
+                  cpu_entry: str = "fallback") -> Engine:
     """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker).
-    Without WebGPU, gpu_helper is null and champion_runner runs champion.onnx (CpuChampion).
-    progress(done, total) reports the weight upload."""
+    Without WebGPU, gpu_helper is null and champion_runner runs the manifest entry `cpu_entry`
+    ("cpu_champion" or "fallback") on the CPU (CpuChampion). progress(done, total) reports the weight upload."""
     manifest = json.loads(manifest_json)
     if not _present(gpu_helper):
-        from .cpu_champion import CpuChampion
-
-        champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest["fallback"]), context_limit)
+        champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest[cpu_entry]), context_limit)
     else:
         report = progress if _present(progress) else None
         champion = GPUChampion(BrowserGPU(gpu_helper), manifest, lambda name: files.get(name),

@@ -15,6 +15,18 @@ from .champion import VerifyRequest, common_prefix, decide
 from .waits import Steps, Wait, settle
 
 
+ATTENTION_BUDGET = 64 << 20  # bytes for one call's attention products (float32 graph)
+KEY_BLOCK = 256  # the float32 graph pads attention keys to a multiple of this (export_onnx.KEY_BLOCK)
+
+
+def attention_bytes_per_row_key(entry: dict) -> int:
+    """Bytes per (query row, key) of the attention products of the manifest entry's graph: the float32
+    batch-invariant graph (it has external_weights) materialises q*k and w*v per head; others do not."""
+    if not entry.get("external_weights"):
+        return 0
+    return 4 * entry["config"]["n_heads"] * entry["config"]["head_dim"]
+
+
 class ChampionRuntime(Protocol):
     vocab_size: int
     cached: list[int]  # tokens whose KV rows the runtime holds
@@ -40,12 +52,25 @@ class CpuChampion:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
         self.runtime.truncate(0)
 
+    def rows_per_call(self, start: int) -> int:
+        """Prompt rows for the call that starts at `start`: `chunk`, fewer where the runtime's attention
+        holds a [rows, keys] product per head (the batch-invariant float32 graph), so that it stays within
+        ATTENTION_BUDGET bytes (keys are padded to KEY_BLOCK)."""
+        per_row_key = getattr(self.runtime, "attention_bytes_per_row_key", 0)
+        if not per_row_key:
+            return self.chunk
+        keys = -(-(start + self.chunk) // KEY_BLOCK) * KEY_BLOCK
+        return max(1, min(self.chunk, ATTENTION_BUDGET // (keys * per_row_key)))
+
     def prefill(self, tokens: Sequence[int]) -> Generator[Wait, None, None]:
         tokens = list(tokens)
         keep = common_prefix(self.runtime.cached, tokens)
         self.runtime.truncate(keep)
-        for start in range(keep, len(tokens), self.chunk):
-            yield from settle(self.runtime.run(tokens[start : start + self.chunk]))
+        start = keep
+        while start < len(tokens):
+            rows = self.rows_per_call(start)
+            yield from settle(self.runtime.run(tokens[start : start + rows]))
+            start += rows
 
     def verify(self, request: VerifyRequest) -> Generator[Wait, None, Decision]:
         c = request.committed_kv

@@ -96,3 +96,41 @@ def test_weightless_graph_filled_from_the_package_shards_gives_the_same_logits(d
     tokens = [1, 70, 80, 90, 33, 12, 250, 7]
     runtime.truncate(0)
     assert np.array_equal(filled.run_array(tokens), runtime.run_array(tokens))
+
+
+def test_the_workers_dequantiser_equals_the_native_one(synth_package):
+    """web/dequant.js (under Node) and native/dense_champion.py build bitwise the same float32 weights."""
+    import base64
+    import json
+    import shutil
+    import subprocess
+
+    from pyodide_app.native.dense_champion import dequantize, tensor_bytes
+
+    from .conftest import ROOT
+
+    manifest = json.loads((synth_package / "manifest.json").read_text())
+    names = [n for n, t in manifest["champion"]["tensors"].items() if t["format"] in ("q4_1", "q8_0")][:4]
+    names += [n for n, t in manifest["champion"]["tensors"].items() if t["format"] == "q8_0"][:1]
+    script = """
+import { dequantize, tensorBytes } from "./web/dequant.js";
+import { readFileSync } from "node:fs";
+const [folder, names] = JSON.parse(readFileSync(0, "utf8"));
+const manifest = JSON.parse(readFileSync(folder + "/manifest.json", "utf8"));
+const files = new Map(Object.keys(manifest.files).map((n) => [n, new Uint8Array(readFileSync(folder + "/" + n))]));
+const out = {};
+for (const name of names) {
+  const values = dequantize(tensorBytes(files, manifest.champion.tensors[name]), manifest.champion.tensors[name]);
+  out[name] = Buffer.from(values.buffer).toString("base64");
+}
+process.stdout.write(JSON.stringify(out));
+"""
+    result = subprocess.run([shutil.which("node"), "--input-type=module", "-e", script], input=json.dumps([str(synth_package), names]),
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    web = json.loads(result.stdout)
+    assert {manifest["champion"]["tensors"][n]["format"] for n in names} == {"q4_1", "q8_0"}
+    for name in names:
+        spec = manifest["champion"]["tensors"][name]
+        native = dequantize(tensor_bytes(synth_package, spec), spec["format"], spec["shape"])
+        assert base64.b64decode(web[name]) == native.tobytes(), name

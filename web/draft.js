@@ -5,8 +5,10 @@
 // (a Float32Array that goes to the GPU without passing through Python lists).
 
 export class DraftRunner {
-  static async create(ort, modelBytes, entry, executionProviders = ["wasm"]) {
-    const session = await ort.InferenceSession.create(modelBytes, { executionProviders, graphOptimizationLevel: "all" });
+  // externalData: [{path, data}] for a graph whose weights are not in its file (the float32 CPU champion).
+  static async create(ort, modelBytes, entry, executionProviders = ["wasm"], externalData = undefined) {
+    const options = { executionProviders, graphOptimizationLevel: "all", ...(externalData ? { externalData } : {}) };
+    const session = await ort.InferenceSession.create(modelBytes, options);
     return new DraftRunner(ort, session, entry);
   }
 

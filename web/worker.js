@@ -9,6 +9,7 @@
 
 import { GpuHelper } from "./gpu.js";
 import { DraftRunner } from "./draft.js";
+import { externalWeights } from "./dequant.js";
 
 const MODEL_CACHE = "spec-chat-model-v1";
 const HAS_JSPI = typeof WebAssembly.Suspending === "function";  // absent in WebKit (no WebGPU path then)
@@ -123,9 +124,11 @@ async function load({ kMax, context }) {
       fallbackReason = String(error.message || error);
     }
   }
-  if (!gpu && !manifest.fallback) throw new Error(`WebGPU is unavailable (${fallbackReason}) and this package has no CPU champion`);
-  // Without WebGPU the GPU shards are not needed; the CPU champion (champion.onnx) is.
-  const names = Object.keys(manifest.files).filter((name) => gpu ? name !== manifest.fallback?.onnx : !name.startsWith("champion-"));
+  if (!gpu && !manifest.fallback && !manifest.cpu_champion) throw new Error(`WebGPU is unavailable (${fallbackReason}) and this package has no CPU champion`);
+  // The WebGPU path and the float32 CPU champion both build on the champion shards; only the compact CPU
+  // champion (champion.onnx) needs its own file, fetched when it is the one that runs.
+  const names = Object.keys(manifest.files).filter((name) => name !== manifest.fallback?.onnx &&
+    (gpu || manifest.cpu_champion || !name.startsWith("champion-")));
   const total = names.reduce((sum, name) => sum + manifest.files[name].bytes, 0);
   let done = 0;
   const files = new Map();
@@ -143,24 +146,23 @@ async function load({ kMax, context }) {
   if (manifest.draft) draft = await DraftRunner.create(ort, files.get(manifest.draft.onnx), manifest.draft);
   timing.draft_session_s = seconds(draftStarted);
   const engineStarted = performance.now();
-  let championRunner = null;
-  if (!gpu) championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
+  let cpu = null;  // {runner, entry: "cpu_champion" | "fallback", notice}
+  if (!gpu) cpu = await cpuChampion(ort, files);
   const browser = pyodide.pyimport("pyodide_app.browser");
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
   try {
     // The WebGPU champion uploads and warms up through run_sync (JSPI); the CPU one does no work here.
     engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, championRunner, upload)
-      : browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
+      : browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, cpu.runner, null, cpu.entry);
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
     const reason = String(error.message || error).split("\n").filter(Boolean).pop();
-    if (!gpu || !manifest.fallback || !reason.includes("GPUUnsupported")) throw new Error(reason);
+    if (!gpu || !(manifest.fallback || manifest.cpu_champion) || !reason.includes("GPUUnsupported")) throw new Error(reason);
     fallbackReason = reason;
     gpu = null;
-    files.set(manifest.fallback.onnx, await modelFile(`./${site.model}`, manifest.fallback.onnx, manifest.files[manifest.fallback.onnx], () => {}));
-    championRunner = await DraftRunner.create(ort, files.get(manifest.fallback.onnx), manifest.fallback);
-    engine = browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, championRunner);
+    cpu = await cpuChampion(ort, files);
+    engine = browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, cpu.runner, null, cpu.entry);
   }
   if (gpu) {
     gpu.device.lost.then((info) => {
@@ -174,13 +176,34 @@ async function load({ kMax, context }) {
   post({
     type: "ready",
     info: {
-      adapter: gpu ? gpu.adapterName : `WebGPU unusable (${fallbackReason}): champion on onnxruntime-web wasm, acceptance on the CPU`,
-      backend: gpu ? "WebGPU" : "CPU fallback", draft: Boolean(draft), kMax,
+      adapter: gpu ? gpu.adapterName : `WebGPU unusable (${fallbackReason}): champion on onnxruntime-web wasm` +
+        `${cpu.entry === "fallback" ? " (compact" + (cpu.notice ? `: ${cpu.notice}` : "") + ")" : " (float32)"}, acceptance on the CPU`,
+      backend: gpu ? "WebGPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
       load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
     },
   });
+}
+
+// The CPU champion: the float32 graph with its weights dequantised from the champion shards (fast, ~4 bytes
+// per weight in memory), or, where that fails (memory) or the package has none, the compact champion.onnx.
+async function cpuChampion(ort, files) {
+  let notice = null;
+  if (manifest.cpu_champion) {
+    try {
+      progress("gpu", 0, 1, "building the CPU champion's float32 weights");
+      const external = externalWeights(files, manifest, manifest.cpu_champion);
+      const runner = await DraftRunner.create(ort, files.get(manifest.cpu_champion.onnx), manifest.cpu_champion, ["wasm"], external);
+      return { runner, entry: "cpu_champion", notice };
+    } catch (error) {
+      notice = `the float32 champion did not fit (${String(error.message || error).split("\n")[0]})`;
+    }
+  }
+  if (!manifest.fallback) throw new Error(notice || "this package has no CPU champion");
+  const name = manifest.fallback.onnx;
+  if (!files.has(name)) files.set(name, await modelFile(`./${site.model}`, name, manifest.files[name], () => {}));
+  return { runner: await DraftRunner.create(ort, files.get(name), manifest.fallback), entry: "fallback", notice };
 }
 
 async function chat({ id, request }) {

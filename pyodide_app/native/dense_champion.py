@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from ..cpu_champion import attention_bytes_per_row_key
 from .onnx_champion import OnnxChampionRuntime
 
 BLOCK = 32
@@ -60,4 +61,6 @@ def open_dense_runtime(folder: Path, manifest: dict, graph: Path, entry: dict, t
         names.append(initializer)
     options = ort.SessionOptions()
     options.add_external_initializers(names, values)
-    return OnnxChampionRuntime(Path(graph).read_bytes(), entry, threads=threads, options=options)
+    runtime = OnnxChampionRuntime(Path(graph).read_bytes(), entry, threads=threads, options=options)
+    runtime.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
+    return runtime

@@ -17,7 +17,9 @@ SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
 
 def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, verify: bool = True,
                 backend: str = "webgpu") -> Engine:
-    """backend "webgpu" (wgpu-py) or "cpu" (champion.onnx on onnxruntime, acceptance in Python)."""
+    """backend "webgpu" (wgpu-py), "cpu" (the float32 champion_cpu.onnx with weights from the shards, or
+    champion.onnx when the package has no such graph; acceptance in Python) or "cpu-compact" (champion.onnx,
+    MatMulNBits: the browser's low-memory fallback)."""
     folder = Path(folder)
     if verify:
         from build_tools.verify import verify_package  # hashes, schema, identities: refuse a damaged package
@@ -26,11 +28,11 @@ def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, 
     else:
         manifest = json.loads((folder / "manifest.json").read_text())
     limit = min(context_limit or manifest["generation"]["context_limit"], manifest["generation"]["context_limit"])
-    if backend == "cpu":
+    if backend in ("cpu", "cpu-compact"):
         from ..cpu_champion import CpuChampion
         from .onnx_champion import open_runtime
 
-        champion = CpuChampion(open_runtime(folder, manifest), limit)
+        champion = CpuChampion(open_runtime(folder, manifest, compact=backend == "cpu-compact"), limit)
     else:
         champion = GPUChampion(gpu or WgpuDevice(), manifest, lambda name: (folder / name).read_bytes(),
                                lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=k_max, context_limit=limit)
