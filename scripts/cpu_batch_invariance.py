@@ -1,4 +1,5 @@
-"""How far the CPU champion (champion.onnx on onnxruntime) is from batch invariance, on the real model.
+"""How far the CPU champion is from batch invariance, on the real model: the float32 graph (default; the
+package's champion_cpu.onnx with weights from the shards) or, with --compact, champion.onnx (MatMulNBits).
 
 For each prompt: greedy decoding with one row per call (what champion-alone does), then the same
 sequence re-scored the way speculation scores it, k + 1 = 5 rows per call. Reports the largest logit
@@ -6,7 +7,7 @@ difference between a row scored alone and in a 5-row call, and how often the gre
 differs, with the top-1/top-2 margin where it does. A flipped argmax is where greedy speculation on
 the CPU path can leave champion-alone's answer.
 
-    .venv/bin/python scripts/cpu_batch_invariance.py [--prompts-per-task 20] [--tokens 16] [--json out.json]
+    .venv/bin/python scripts/cpu_batch_invariance.py [--prompts-per-task 20] [--tokens 16] [--compact] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ def main() -> None:
     parser.add_argument("--prompts-per-task", type=int, default=20)
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--compact", action="store_true", help="champion.onnx (MatMulNBits) instead of the float32 graph")
     args = parser.parse_args()
     folder = default_package()
     manifest = json.loads((folder / "manifest.json").read_text())
     tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
-    runtime = open_runtime(folder, manifest)
+    runtime = open_runtime(folder, manifest, compact=args.compact)
     prompts = evaluation_prompts(args.prompts_per_task)
     worst, positions, flips, flip_margins, margins = 0.0, 0, 0, [], []
     started = time.perf_counter()
