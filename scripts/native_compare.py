@@ -1,6 +1,6 @@
 """Native end-to-end speed of each proposer against champion-alone, side by side (not a test).
 
-    .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|webgpu] [--max-tokens N] [--repeats R]
+    .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N] [--repeats R]
                                                [--arms none,neural:4,hybrid:4,prompt_lookup:4]
 
 One engine per backend is loaded once; for each prompt (an open question and a rewrite) the arms run
@@ -49,7 +49,7 @@ def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path, default=ROOT / "web" / "model", help="package (default: the default package)")
-    parser.add_argument("--backend", choices=("cpu", "webgpu"), default="cpu")
+    parser.add_argument("--backend", choices=("cpu", "cpu-compact", "webgpu"), default="cpu")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4")
