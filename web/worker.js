@@ -153,7 +153,7 @@ async function load({ kMax, context }) {
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
   try {
     // The WebGPU champion uploads and warms up through run_sync (JSPI); the CPU one does no work here.
-    engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, championRunner, upload)
+    engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, null, upload)
       : browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, cpu.runner, null, cpu.entry);
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
