@@ -2,7 +2,8 @@
 
 For each mutant: copy the code and tests to a temporary folder, apply the mutant, run the battery there
 with `pytest -x` in a fresh interpreter (so the mutated module is the one imported), and require a test
-failure (exit status 1; a crash or a collection error does not count as caught). A summary line
+failure (exit status 1; a crash or a collection error does not count as caught). A control run first
+requires the battery to pass on the unmutated copy. A summary line
 "mutants: N, caught: M" is printed; a surviving mutant fails this test.
 """
 
@@ -32,6 +33,7 @@ def copy_tree(destination: Path) -> None:
             shutil.copytree(source, destination / name, ignore=IGNORED)
         else:
             shutil.copy2(source, destination / name)
+    (destination / "node_modules").symlink_to(ROOT / "node_modules")  # onnxruntime-web for the sampler tests
 
 
 def environment() -> dict:
@@ -55,6 +57,15 @@ def pristine(tmp_path_factory) -> Path:
     return folder
 
 
+def test_the_battery_passes_on_the_unmutated_copy(pristine, tmp_path):
+    """The control: without a mutant the battery passes on the copy, so a failure below is the mutant's doing
+    and not the copy's (a missing file or package would otherwise 'catch' every mutant)."""
+    folder = tmp_path / "tree"
+    shutil.copytree(pristine, folder, symlinks=True)
+    result = run_battery(folder)
+    assert result.returncode == 0, f"the battery fails without a mutant:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+
+
 def test_every_mutant_applies_to_the_current_code():
     for mutant in MUTANTS:
         apply(mutant, (ROOT / mutant.path).read_text())
@@ -63,7 +74,7 @@ def test_every_mutant_applies_to_the_current_code():
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.name for m in MUTANTS])
 def test_mutant_is_caught(pristine, tmp_path, mutant: Mutant):
     folder = tmp_path / "tree"
-    shutil.copytree(pristine, folder)
+    shutil.copytree(pristine, folder, symlinks=True)
     target = folder / mutant.path
     target.write_text(apply(mutant, target.read_text()))
     started = time.perf_counter()
