@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pyodide_app.manifest import ManifestError, ModelConfig, check_manifest, sha256_hex, tokenizer_identity
+from pyodide_app.manifest import ManifestError, ModelConfig, check_manifest, read_tensor_bytes, sha256_hex, tokenizer_identity
 
 from .package import MANIFEST, file_entry, weights_identity
 from .source import Tensor
@@ -42,15 +42,6 @@ def check_files(folder: Path, manifest: dict) -> None:
             raise ManifestError(name, f"size {actual['bytes']} bytes, manifest says {expected['bytes']} (truncated or replaced)")
         if actual["sha256"] != expected["sha256"]:
             raise ManifestError(name, "sha256 does not match the manifest (corrupted)")
-
-
-def read_tensor_bytes(folder: Path, entry: dict) -> bytes:
-    chunks = []
-    for part in entry["parts"]:
-        with open(folder / part["shard"], "rb") as handle:
-            handle.seek(part["offset"])
-            chunks.append(handle.read(part["bytes"]))
-    return b"".join(chunks)
 
 
 def check_identity(folder: Path, manifest: dict) -> None:

@@ -128,6 +128,16 @@ def check_id_map(id_map, output_vocab, vocab_size: int, where: str) -> None:
         raise ManifestError(where, f"id {duplicate} appears more than once")
 
 
+def read_tensor_bytes(folder, entry: dict) -> bytes:
+    """A tensor's bytes from a package folder: its parts (byte ranges of shards) concatenated."""
+    chunks = []
+    for part in entry["parts"]:
+        with open(f"{folder}/{part['shard']}", "rb") as handle:
+            handle.seek(part["offset"])
+            chunks.append(handle.read(part["bytes"]))
+    return b"".join(chunks)
+
+
 def check_tensor_entry(where: str, tensor: dict, files: dict) -> None:
     """A tensor is the concatenation of its parts, each a byte range of one shard."""
     if tensor.get("format") not in FORMATS:

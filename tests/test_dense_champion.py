@@ -105,7 +105,8 @@ def test_the_workers_dequantiser_equals_the_native_one(synth_package):
     import shutil
     import subprocess
 
-    from pyodide_app.native.dense_champion import dequantize, tensor_bytes
+    from pyodide_app.manifest import read_tensor_bytes
+    from pyodide_app.native.dense_champion import dequantize
 
     from .conftest import ROOT
 
@@ -132,5 +133,5 @@ process.stdout.write(JSON.stringify(out));
     assert {manifest["champion"]["tensors"][n]["format"] for n in names} == {"q4_1", "q8_0"}
     for name in names:
         spec = manifest["champion"]["tensors"][name]
-        native = dequantize(tensor_bytes(synth_package, spec), spec["format"], spec["shape"])
+        native = dequantize(read_tensor_bytes(synth_package, spec), spec["format"], spec["shape"])
         assert base64.b64decode(web[name]) == native.tobytes(), name

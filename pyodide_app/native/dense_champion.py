@@ -14,19 +14,10 @@ import numpy as np
 import onnxruntime as ort
 
 from ..cpu_champion import attention_bytes_per_row_key
+from ..manifest import read_tensor_bytes
 from .onnx_champion import OnnxChampionRuntime
 
 BLOCK = 32
-
-
-def tensor_bytes(folder: Path, entry: dict) -> bytes:
-    """A tensor is the concatenation of its parts, each a byte range of one shard."""
-    data = bytearray()
-    for part in entry["parts"]:
-        with open(folder / part["shard"], "rb") as shard:
-            shard.seek(part["offset"])
-            data += shard.read(part["bytes"])
-    return bytes(data)
 
 
 def dequantize(raw: bytes, fmt: str, shape: list[int]) -> np.ndarray:
@@ -57,7 +48,7 @@ def open_dense_runtime(folder: Path, manifest: dict, graph: Path, entry: dict, t
     names, values = [], []
     for initializer, tensor in entry["external_weights"].items():
         spec = tensors[tensor]
-        values.append(ort.OrtValue.ortvalue_from_numpy(dequantize(tensor_bytes(folder, spec), spec["format"], spec["shape"])))
+        values.append(ort.OrtValue.ortvalue_from_numpy(dequantize(read_tensor_bytes(folder, spec), spec["format"], spec["shape"])))
         names.append(initializer)
     options = ort.SessionOptions()
     options.add_external_initializers(names, values)
