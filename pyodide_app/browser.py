@@ -44,8 +44,11 @@ class BrowserGPU:
         self.limits = {k: int(v) for k, v in helper.limits().to_py().items()}
         self._plans: dict[int, tuple[list, int]] = {}  # id(plan list) -> (the list, JS plan id)
 
-    def create_buffer(self, size: int, label: str, uniform: bool = False):
-        return self.helper.createBuffer(size, label, uniform)
+    def create_buffer(self, size: int, label: str, usage: str = "storage"):
+        return self.helper.createBuffer(size, label, usage)
+
+    def destroy_buffer(self, buffer) -> None:
+        buffer.destroy()
 
     def write_buffer(self, buffer, offset: int, data) -> None:
         if isinstance(data, (bytes, bytearray, memoryview)):

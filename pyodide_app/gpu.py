@@ -7,7 +7,7 @@ FFI. Handles are opaque. A forward pass is a *dispatch plan* — a list of
 replayed with one `submit` per call.
 
 Portability (FACTS.md): the kernels need only core WebGPU with f32 math, no
-subgroups, at most 8 storage buffers per stage, bindings of at most 128 MiB
+subgroups, at most 8 storage and 3 uniform buffers per stage, bindings of at most 128 MiB
 and workgroups of at most 256 invocations; `check_limits` refuses adapters
 below that with a clear message.
 """
@@ -21,8 +21,9 @@ REQUIRED_LIMITS = {
     "max-storage-buffers-per-shader-stage": 8,
     "max-compute-invocations-per-workgroup": 256,
     "max-compute-workgroups-per-dimension": 65535,
-    "max-uniform-buffers-per-shader-stage": 2,
+    "max-uniform-buffers-per-shader-stage": 3,
 }
+BUFFER_USAGES = ("storage", "uniform", "storage+uniform")  # storage+uniform: written by kernels, read as uniform
 MAX_BINDING_BYTES = 128 * 1024 * 1024
 
 
@@ -49,8 +50,12 @@ class GPUDevice(Protocol):
     adapter_name: str
     limits: dict[str, int]
 
-    def create_buffer(self, size: int, label: str, uniform: bool = False) -> Any:
-        """A zero-filled storage (or uniform) buffer that can be written, copied and read back."""
+    def create_buffer(self, size: int, label: str, usage: str = "storage") -> Any:
+        """A zero-filled buffer (usage one of BUFFER_USAGES) that can be written; storage ones also copied
+        and read back."""
+
+    def destroy_buffer(self, buffer: Any) -> None:
+        """Free a buffer's memory now (it must not be used again)."""
 
     def write_buffer(self, buffer: Any, offset: int, data: bytes) -> None: ...
 

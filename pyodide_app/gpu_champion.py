@@ -24,10 +24,18 @@ from .acceptance import FLOAT_RESIDUAL_FLOOR, Decision, FullRow, PointMass, Redu
 from .champion import VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
+from .gpu_weights import WeightUploader, byte_range, largest_binding
 from .manifest import ModelConfig
 from .sampling import SeededDraws
 
-SHADER_FILES = ("common", "embed", "rmsnorm", "matmul", "rope_kv", "attention", "swiglu")
+SHADER_FILES = ("common", "embed", "rmsnorm", "rope_kv", "attention", "swiglu")
+# Matmul kernel families (shaders/matmul_<family>.wgsl), all batch invariant; one is chosen per adapter.
+# columns: 8 columns per invocation, activations as a uniform buffer where they fit (CPU rasterisers).
+# split: a workgroup per 8 columns, K split 8 ways, fixed-order reduction (hardware GPUs).
+KERNEL_FAMILIES = ("columns", "split")
+MATMUL_ENTRIES = ("matmul_q4_1", "matmul_q4_1_add", "matmul_q8_0", "matmul_q8_0_add")
+COLUMNS_PER_INVOCATION = 8
+COLUMNS_PER_SPLIT_GROUP = 8
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {0: "sample", 1: "bonus", 2: "correction"}
 RESULT_BYTES = 20  # accepted, terminal, kind, status, rows: all a round reads back
@@ -53,6 +61,16 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
     return "\n".join(lines) + "\n"
 
 
+def matmul_source(source: str, uniform_vec4s: int | None) -> str:
+    """A matmul kernel file with its activations declared: a uniform array of `uniform_vec4s` vec4s
+    (one load serves every lane; needs T_max * K * 4 bytes within the uniform binding limit), or storage."""
+    if uniform_vec4s:
+        declaration = f"var<uniform> x: array<vec4<f32>, {uniform_vec4s}>;"
+    else:
+        declaration = "var<storage, read> x: array<vec4<f32>>;"
+    return source.replace("ACTIVATIONS_DECLARATION", declaration)
+
+
 def rope_table(config: ModelConfig, capacity: int) -> bytes:
     """(cos, sin) of pos * theta^(-2i/head_dim), computed in f64, stored f32 [capacity, head_dim/2, 2]."""
     half = config.head_dim // 2
@@ -76,10 +94,15 @@ class GPUChampion:
         context_limit: int | None = None,
         negative_control: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        kernels: str = "auto",
     ):
         """progress(bytes_uploaded, total): called after each weight tensor reaches the GPU.
+        kernels: a matmul family of KERNEL_FAMILIES, or "auto" (time each at load, keep the fastest;
+        `kernel_timings` holds the measurement).
         negative_control (tests only): after a rejection, sample from the full target instead of
         the residual — a deliberately wrong verifier that exactness tests must detect."""
+        if kernels != "auto" and kernels not in KERNEL_FAMILIES:
+            raise ValueError(f"kernels must be 'auto' or one of {KERNEL_FAMILIES}, got {kernels!r}")
         self.gpu = gpu
         self.config = config = ModelConfig.from_dict(manifest["champion"]["config"])
         self.vocab_size = config.vocab_size
@@ -89,14 +112,17 @@ class GPUChampion:
         self.wait_seconds = 0.0  # time blocked on read-backs (the device finishing the submitted work)
         self.tensor_info = tensors = manifest["champion"]["tensors"]
         largest = max(
-            max(sum(p["bytes"] for p in t["parts"]) for t in tensors.values()),
+            largest_binding(tensors),
             self.t_max * config.vocab_size * 4,
             config.n_kv_heads * self.context_limit * config.head_dim * 4,
         )
         # attention.wgsl: 64 partial accumulators of head_dim floats, the query, 2 x 64 softmax scalars.
         attention_bytes = (64 * config.head_dim + config.head_dim + 128) * 4
-        check_limits(gpu.limits, largest, gpu.adapter_name, attention_bytes)
-        self.weights = self._upload_weights(tensors, read_file, progress)
+        split_bytes = self.t_max * 64 * 4  # matmul_split.wgsl: 64 slice sums per row
+        check_limits(gpu.limits, largest, gpu.adapter_name, max(attention_bytes, split_bytes))
+        self.weights = self._upload_weights(tensors, read_file, shader_source("repack"), progress)
+        self.k_widest = max(t["shape"][0] for t in tensors.values() if t["format"] != "f32" and len(t["shape"]) == 2)
+        self.uniform_activations = self.t_max * self.k_widest * 4 <= gpu.limits.get("max-uniform-buffer-binding-size", 0)
         self._allocate_scratch()
         header = constants_header(config, self.context_limit, self.t_max, negative_control)
         common = shader_source("common")
@@ -105,16 +131,28 @@ class GPUChampion:
             code = header + common + shader_source(name)
             for entry in self._entry_points(name):
                 self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
+        families = KERNEL_FAMILIES if kernels == "auto" else (kernels,)
+        for family in families:
+            code = header + common + self._matmul_source(family, shader_source(f"matmul_{family}"))
+            for entry in MATMUL_ENTRIES:
+                self.pipelines[f"{family}.{entry}"] = gpu.create_pipeline(code, entry, f"{family}.{entry}")
         verify_code = header + common + "".join(shader_source(name) for name in VERIFY_SHADERS)
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
-        self.steps = self._build_steps()
+        self.steps_by_family = {family: self._build_steps(family) for family in families}
+        self.kernel_family = families[0]
+        self.steps = self.steps_by_family[self.kernel_family]
         self.verify_step = self._verify_step()
         self.verify_only = [self.verify_step]
         self.plans: dict[int, list[Dispatch]] = {}
         self.verify_plans: dict[int, list[Dispatch]] = {}
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
         self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
-        self._warm_up()
+        self.kernel_timings: dict[str, dict[str, float]] = {}
+        for family in families:
+            self._use_family(family)
+            self._warm_up()
+        if len(families) > 1:
+            self._calibrate(families)
 
     def _warm_up(self) -> None:
         """One small forward at load: compiles every pipeline before the first request. Measured on
@@ -125,41 +163,70 @@ class GPUChampion:
         self.gpu.read_buffer(self.result, 0, 4)
         self.kv_tokens = []  # the warm-up rows hold nothing anyone asked for
 
+    def _use_family(self, family: str) -> None:
+        self.kernel_family = family
+        self.steps = self.steps_by_family[family]
+        self.plans, self.verify_plans = {}, {}
+
+    def _calibrate(self, families: Sequence[str], repeats: int = 2) -> None:
+        """Time a 1-row and a min(5, T_max)-row forward per family (best of `repeats`); keep the family
+        with the smallest sum. Milliseconds go to kernel_timings[family] = {"t1_ms", "t5_ms"}."""
+        wide = min(5, self.t_max, self.context_limit)
+        for family in families:
+            self._use_family(family)
+            timing = {}
+            for rows, key in ((1, "t1_ms"), (wide, "t5_ms")):
+                best = math.inf
+                for _ in range(repeats):
+                    began = time.perf_counter()
+                    self.forward([0] * rows, 0)
+                    self.gpu.read_buffer(self.result, 0, 4)
+                    best = min(best, time.perf_counter() - began)
+                timing[key] = best * 1000
+            self.kernel_timings[family] = timing
+        self._use_family(min(families, key=lambda f: sum(self.kernel_timings[f].values())))
+        self.kv_tokens = []
+
     # -- loading -----------------------------------------------------------
 
-    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes], progress=None) -> dict:
+    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes], repack_source: str, progress=None) -> dict:
         shards: dict[str, bytes] = {}
-        buffers = {}
+
+        def read_part(part: dict):
+            nonlocal shards
+            if part["shard"] not in shards:
+                shards = {part["shard"]: read_file(part["shard"])}  # keep one shard in memory at a time
+            return byte_range(shards[part["shard"]], part["offset"], part["offset"] + part["bytes"])
+
+        uploader = WeightUploader(self.gpu, tensors, repack_source)
+        weights = {}
         total = sum(part["bytes"] for entry in tensors.values() for part in entry["parts"])
         done = 0
-        for name, entry in tensors.items():
-            size = sum(part["bytes"] for part in entry["parts"])
-            buffer = self.gpu.create_buffer(size, name)
-            offset = 0
-            for part in entry["parts"]:
-                if part["shard"] not in shards:
-                    shards = {part["shard"]: read_file(part["shard"])}  # keep one shard in memory at a time
-                data = byte_range(shards[part["shard"]], part["offset"], part["offset"] + part["bytes"])
-                self.gpu.write_buffer(buffer, offset, data)
-                offset += part["bytes"]
-            buffers[name] = buffer
-            done += offset
-            if progress is not None:
-                progress(done, total)
-        return buffers
+        try:
+            for name, entry in tensors.items():
+                weights[name] = uploader.upload(name, entry, read_part)
+                done += sum(part["bytes"] for part in entry["parts"])
+                if progress is not None:
+                    progress(done, total)
+        finally:
+            uploader.close()
+        return weights
 
     def _allocate_scratch(self) -> None:
         c, t, gpu = self.config, self.t_max, self.gpu
         f32 = 4
-        self.params = gpu.create_buffer(16, "params", uniform=True)
+        self.params = gpu.create_buffer(16, "params", usage="uniform")
         self.tokens = gpu.create_buffer(t * 4, "tokens")
         self.x = gpu.create_buffer(t * c.d_model * f32, "x")
-        self.h = gpu.create_buffer(t * c.d_model * f32, "h")
+        # Matmul inputs (h, attn, gate) may be bound as uniform arrays of T_max * k_widest floats.
+        matmul_input = t * self.k_widest * f32
+        usage = "storage+uniform" if self.uniform_activations else "storage"
+        self.h = gpu.create_buffer(matmul_input, "h", usage=usage)
         self.q = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "q")
         self.k_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "k_new")
         self.v_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "v_new")
-        self.attn = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "attn")
-        self.gate = gpu.create_buffer(t * c.d_ffn * f32, "gate")
+        self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)
+        self.gate = gpu.create_buffer(matmul_input, "gate", usage=usage)
         self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")
         self.logits = gpu.create_buffer(t * c.vocab_size * f32, "logits")
         kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32
@@ -167,7 +234,7 @@ class GPUChampion:
         self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
         self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")
         gpu.write_buffer(self.rope, 0, rope_table(c, self.context_limit))
-        self.verify_cfg = gpu.create_buffer(48, "verify_cfg", uniform=True)
+        self.verify_cfg = gpu.create_buffer(48, "verify_cfg", usage="uniform")
         self.presence_words = (c.vocab_size + 31) // 32
         self.presence = gpu.create_buffer(self.presence_words * 4, "presence")
         self.q_rows = gpu.create_buffer((t - 1) * c.vocab_size * f32, "q_rows")
@@ -175,37 +242,43 @@ class GPUChampion:
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
         self.result = gpu.create_buffer(32, "result")
         self.shapes = {}
-        activations = 2 * t * c.d_model + 2 * t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + 2 * t * c.d_ffn
+        activations = t * c.d_model + t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + t * c.d_ffn + 3 * t * self.k_widest
         verify = (t - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
         self.scratch_bytes = (t + activations + t * c.vocab_size + verify) * f32  # tokens, activations, logits, verify
         self.kv_bytes = 2 * c.n_layers * kv_bytes
 
     def _shape(self, k: int, n: int):
         if (k, n) not in self.shapes:
-            buffer = self.gpu.create_buffer(16, f"shape.{k}x{n}", uniform=True)
+            buffer = self.gpu.create_buffer(16, f"shape.{k}x{n}", usage="uniform")
             self.gpu.write_buffer(buffer, 0, struct.pack("<4I", k, n, 0, 0))
             self.shapes[(k, n)] = buffer
         return self.shapes[(k, n)]
 
     @staticmethod
     def _entry_points(name: str) -> tuple[str, ...]:
-        return {
-            "matmul": ("matmul_q4_1", "matmul_q4_1_add", "matmul_q8_0", "matmul_q8_0_add"),
-            "rope_kv": ("rope_q", "store_kv"),
-        }.get(name, (name,))
+        return {"rope_kv": ("rope_q", "store_kv")}.get(name, (name,))
+
+    def _matmul_source(self, family: str, source: str) -> str:
+        return matmul_source(source, self.t_max * self.k_widest // 4 if self.uniform_activations else None)
 
     # -- the dispatch plan -------------------------------------------------
 
-    def _matmul(self, x, weight_name: str, y, add: bool = False):
-        """(pipeline, bind group, workgroups(T)) for y = x @ W^T (or y +=)."""
-        entry = self.tensor_info[weight_name]["format"]
+    def _matmul(self, family: str, x, weight_name: str, y, add: bool = False):
+        """(pipeline, bindings, workgroups(T)) for y = x @ W^T (or y +=) with a kernel family."""
+        weight = self.weights[weight_name]
         k, n = self.tensor_info[weight_name]["shape"]
-        pipeline = self.pipelines[f"matmul_{entry}{'_add' if add else ''}"]
-        bindings = [Binding(self.params), Binding(self._shape(k, n)), Binding(x), Binding(self.weights[weight_name]), Binding(y)]
-        return pipeline, bindings, lambda rows: (groups(n), 1, 1)
+        pipeline = self.pipelines[f"{family}.matmul_{weight.format}{'_add' if add else ''}"]
+        uniform_x = family == "columns" and self.uniform_activations
+        x_binding = Binding(x, 0, self.t_max * self.k_widest * 4) if uniform_x else Binding(x)
+        bindings = [Binding(self.params), Binding(self._shape(k, n)), x_binding, weight.quants(), weight.scales(), Binding(y)]
+        if family == "columns":
+            count = groups((n + COLUMNS_PER_INVOCATION - 1) // COLUMNS_PER_INVOCATION)
+        else:
+            count = (n + COLUMNS_PER_SPLIT_GROUP - 1) // COLUMNS_PER_SPLIT_GROUP
+        return pipeline, bindings, lambda rows: (count, 1, 1)
 
-    def _build_steps(self) -> list:
-        """Static (pipeline, bind group, workgroups-of-T) steps of one forward pass."""
+    def _build_steps(self, family: str) -> list:
+        """Static (pipeline, bind group, workgroups-of-T) steps of one forward pass with a matmul family."""
         c = self.config
         steps = []
 
@@ -213,14 +286,15 @@ class GPUChampion:
             pipeline = self.pipelines[entry_or_pipeline] if isinstance(entry_or_pipeline, str) else entry_or_pipeline
             steps.append((pipeline, self.gpu.create_bind_group(pipeline, bindings, label), workgroups, label))
 
-        add("embed", [Binding(self.params), Binding(self.tokens), Binding(self.weights["token_embd.weight"]), Binding(self.x)],
+        embedding = self.weights["token_embd.weight"]
+        add("embed", [Binding(self.params), Binding(self.tokens), embedding.quants(), embedding.scales(), Binding(self.x)],
             lambda rows: (groups(c.d_model), rows, 1), "embed")
         for i in range(c.n_layers):
             w = lambda part: f"blk.{i}.{part}.weight"  # noqa: E731
-            add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights[w("attn_norm")]), Binding(self.h)],
+            add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("attn_norm")].whole(), Binding(self.h)],
                 lambda rows: (rows, 1, 1), f"l{i}.attn_norm")
             for part, out in (("attn_q", self.q), ("attn_k", self.k_new), ("attn_v", self.v_new)):
-                pipeline, bindings, workgroups = self._matmul(self.h, w(part), out)
+                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
             add("rope_q", [Binding(self.params), Binding(self.rope), Binding(self.q)],
                 lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1), f"l{i}.rope_q")
@@ -229,21 +303,21 @@ class GPUChampion:
                 lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1), f"l{i}.store_kv")
             add("attention", [Binding(self.params), Binding(self.q), Binding(self.k_cache[i]), Binding(self.v_cache[i]),
                               Binding(self.attn)], lambda rows: (c.n_heads, rows, 1), f"l{i}.attention")
-            pipeline, bindings, workgroups = self._matmul(self.attn, w("attn_output"), self.x, add=True)
+            pipeline, bindings, workgroups = self._matmul(family, self.attn, w("attn_output"), self.x, add=True)
             add(pipeline, bindings, workgroups, f"l{i}.attn_output")
-            add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights[w("ffn_norm")]), Binding(self.h)],
+            add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("ffn_norm")].whole(), Binding(self.h)],
                 lambda rows: (rows, 1, 1), f"l{i}.ffn_norm")
             for part, out in (("ffn_gate", self.gate), ("ffn_up", self.up)):
-                pipeline, bindings, workgroups = self._matmul(self.h, w(part), out)
+                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
             add("swiglu", [Binding(self.params), Binding(self.gate), Binding(self.up)],
                 lambda rows: (groups(c.d_ffn), rows, 1), f"l{i}.swiglu")
-            pipeline, bindings, workgroups = self._matmul(self.gate, w("ffn_down"), self.x, add=True)
+            pipeline, bindings, workgroups = self._matmul(family, self.gate, w("ffn_down"), self.x, add=True)
             add(pipeline, bindings, workgroups, f"l{i}.ffn_down")
-        add("rmsnorm", [Binding(self.params), Binding(self.x), Binding(self.weights["output_norm.weight"]), Binding(self.h)],
+        add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights["output_norm.weight"].whole(), Binding(self.h)],
             lambda rows: (rows, 1, 1), "output_norm")
         head = "token_embd.weight" if c.tied_embeddings else "output.weight"
-        pipeline, bindings, workgroups = self._matmul(self.h, head, self.logits)
+        pipeline, bindings, workgroups = self._matmul(family, self.h, head, self.logits)
         add(pipeline, bindings, workgroups, "head")
         return steps
 
@@ -405,9 +479,3 @@ def f32_data(values):
         return values.astype("float32").tobytes() if str(values.dtype) != "float32" else values.tobytes()
     return values
 
-
-def byte_range(data, start: int, end: int):
-    """data[start:end] for bytes-like shards; a zero-copy subarray for JS Uint8Arrays (browser)."""
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return memoryview(data)[start:end]
-    return data.subarray(start, end)

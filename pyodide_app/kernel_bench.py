@@ -1,4 +1,5 @@
-"""The champion kernel's cost by rows: verify-call time for T = 1..T_max (benchmarks, not tests).
+"""The champion kernel's cost by rows: verify-call time for T = 1..T_max, and a profile by kernel kind
+(benchmarks, not tests).
 
 Sweeps are interleaved (T = 1, 2, ..., T_max, 1, 2, ...) so drift hits every T alike; the first sweep
 warms the pipelines up and is dropped. Used natively (scripts/bench_champion.py) and in the page
@@ -8,6 +9,7 @@ warms the pipelines up and is dropped. Used natively (scripts/bench_champion.py)
 from __future__ import annotations
 
 import statistics
+import struct
 import time
 
 from .acceptance import PointMass
@@ -40,3 +42,38 @@ def sweep_summary(times: dict[int, list[float]]) -> list[dict]:
     base = statistics.median(times[1])
     return [{"rows": rows, "median_s": statistics.median(samples), "ratio_to_t1": statistics.median(samples) / base}
             for rows, samples in times.items()]
+
+
+KERNEL_KINDS = {  # dispatch label suffix -> kind, for profiles
+    "attn_q": "matmul", "attn_k": "matmul", "attn_v": "matmul", "attn_output": "matmul",
+    "ffn_gate": "matmul", "ffn_up": "matmul", "ffn_down": "matmul", "head": "lm head",
+    "attn_norm": "rmsnorm", "ffn_norm": "rmsnorm", "output_norm": "rmsnorm", "rope_q": "rope + kv store",
+    "store_kv": "rope + kv store", "attention": "attention", "swiglu": "swiglu", "embed": "embed", "verify": "verify",
+}
+
+
+def kernel_kind(label: str) -> str:
+    return KERNEL_KINDS.get(label.rsplit(".", 1)[-1], "other")
+
+
+def profile_by_kind(champion, rows: int, repeats: int = 3, position: int = 64) -> dict[str, dict]:
+    """Milliseconds per forward spent in each kernel kind at T = rows: each kind's dispatches are submitted
+    alone (in plan order) and timed to completion, best of `repeats`; "forward + verify" is the whole plan.
+    The kinds run on whatever the buffers hold, so the KV cache is forgotten afterwards."""
+    champion.gpu.write_buffer(champion.params, 0, struct.pack("<4I", rows, position, 0, 0))
+    plan = champion.verify_plan(rows)
+    by_kind: dict[str, list] = {}
+    for step in plan:
+        by_kind.setdefault(kernel_kind(step.label), []).append(step)
+    by_kind["forward + verify"] = list(plan)
+    profile = {}
+    for kind, steps in by_kind.items():
+        best = float("inf")
+        for _ in range(repeats + 1):  # the first run warms up
+            began = time.perf_counter()
+            champion.gpu.submit(steps)
+            champion.gpu.read_buffer(champion.result, 0, 4)
+            best = min(best, time.perf_counter() - began)
+        profile[kind] = {"ms": best * 1000, "dispatches": len(steps)}
+    champion.forget()
+    return profile

@@ -1,5 +1,5 @@
 """Benchmark of the WGSL champion (not a test): verify-call time for T = 1..T_max as a ratio to T = 1,
-bytes read back per round, and GPU memory by category.
+bytes read back per round, a profile by kernel kind at T = 1 and 5, and GPU memory by category.
 
     .venv/bin/python scripts/bench_champion.py [--model DIR] [--repeats N] [--context N]
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pyodide_app.gpu_champion import RESULT_BYTES, GPUChampion  # noqa: E402
-from pyodide_app.kernel_bench import sweep_summary, verify_sweep  # noqa: E402
+from pyodide_app.kernel_bench import profile_by_kind, sweep_summary, verify_sweep  # noqa: E402
 from pyodide_app.native.wgpu_device import WgpuDevice  # noqa: E402
 
 
@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--kernels", default="auto", help="matmul family: auto (timed at load), columns or split")
     args = parser.parse_args()
     model = args.model
     if model is None:
@@ -39,16 +40,25 @@ def main() -> None:
     gpu = WgpuDevice()
     started = time.perf_counter()
     champion = GPUChampion(gpu, manifest, lambda n: (model / n).read_bytes(),
-                           lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=args.context)
+                           lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=args.context,
+                           kernels=args.kernels)
     load_s = time.perf_counter() - started
     summary = sweep_summary(verify_sweep(champion, args.repeats))
+    profiles = {rows: profile_by_kind(champion, rows, args.repeats) for rows in (1, 5)}
     weights = sum(sum(p["bytes"] for p in t["parts"]) for t in manifest["champion"]["tensors"].values())
     print(f"adapter: {gpu.adapter_name}; load {load_s:.1f} s; context {args.context}; {args.repeats} interleaved repeats")
+    print(f"matmul kernels: {champion.kernel_family}; load-time calibration (ms): {json.dumps(champion.kernel_timings)}")
     print("| T | median verify (s) | ratio to T=1 | per row |")
     print("|---|---|---|---|")
     for row in summary:
         print(f"| {row['rows']} | {row['median_s']:.3f} | {row['ratio_to_t1']:.2f} | {row['ratio_to_t1'] / row['rows']:.2f} |")
     print(f"bytes read back per round: {RESULT_BYTES}")
+    print("\nProfile by kernel kind (each kind's dispatches submitted alone, best of the repeats, ms per forward):")
+    print("| kind | dispatches | T=1 (ms) | T=5 (ms) | T=5 / T=1 |")
+    print("|---|---|---|---|---|")
+    for kind, one in profiles[1].items():
+        five = profiles[5][kind]
+        print(f"| {kind} | {one['dispatches']} | {one['ms']:.1f} | {five['ms']:.1f} | {five['ms'] / one['ms']:.2f} |")
     print(f"GPU memory: weights {weights / 2**20:.1f} MiB, KV {champion.kv_bytes / 2**20:.1f} MiB, "
           f"scratch {champion.scratch_bytes / 2**20:.2f} MiB (activations, logits and verify buffers for T_max = {champion.t_max})")
 

@@ -18,7 +18,7 @@ from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
 from pyodide_app.errors import TargetNumericError
 from pyodide_app.gpu import GPUUnsupported, check_limits
-from pyodide_app.gpu_champion import RESULT_BYTES, GPUChampion
+from pyodide_app.gpu_champion import KERNEL_FAMILIES, RESULT_BYTES, GPUChampion
 from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings, process_row
 from pyodide_app.proposers import NoProposer, PromptLookup
@@ -37,16 +37,39 @@ def gpu():
     return wgpu_device.WgpuDevice()
 
 
-def load(gpu, package: Path, context_limit: int) -> GPUChampion:
+def load(gpu, package: Path, context_limit: int, kernels: str = "auto") -> GPUChampion:
     manifest = json.loads((package / "manifest.json").read_text())
     return GPUChampion(gpu, manifest, lambda name: (package / name).read_bytes(),
-                       lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=K_MAX, context_limit=context_limit)
+                       lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=K_MAX, context_limit=context_limit,
+                       kernels=kernels)
 
 
 @pytest.fixture(scope="module")
 def synth(gpu, synth_package):
+    """The champion as the app loads it (matmul family timed at load)."""
     config, tensors = read_champion(synth_package)
     return load(gpu, synth_package, 128), ReferenceModel(config, tensors)
+
+
+@pytest.fixture(scope="module", params=KERNEL_FAMILIES)
+def synth_each(request, gpu, synth_package):
+    """The champion with each matmul kernel family in turn."""
+    config, tensors = read_champion(synth_package)
+    champion = load(gpu, synth_package, 128, kernels=request.param)
+    assert champion.kernel_family == request.param
+    return champion, ReferenceModel(config, tensors)
+
+
+def test_auto_picks_a_timed_family(synth):
+    champion, _ = synth
+    assert set(champion.kernel_timings) == set(KERNEL_FAMILIES)
+    fastest = min(KERNEL_FAMILIES, key=lambda family: sum(champion.kernel_timings[family].values()))
+    assert champion.kernel_family == fastest
+
+
+def test_unknown_kernel_family_is_refused(gpu, synth_package):
+    with pytest.raises(ValueError, match="kernels must be"):
+        load(gpu, synth_package, 128, kernels="fastest")
 
 
 def test_adapter_limits_are_checked(gpu):
@@ -60,8 +83,8 @@ def test_adapter_limits_are_checked(gpu):
 
 
 @pytest.mark.parametrize("position", [0, 9, 57])
-def test_synthetic_logits_match_the_reference_for_every_t(synth, position):
-    champion, reference = synth
+def test_synthetic_logits_match_the_reference_for_every_t(synth_each, position):
+    champion, reference = synth_each
     rng = random.Random(position)
     context = [rng.randrange(champion.vocab_size) for _ in range(position + K_MAX + 1)]
     cache = reference.new_cache(len(context))
@@ -75,12 +98,12 @@ def test_synthetic_logits_match_the_reference_for_every_t(synth, position):
         gpu_rows = np.array(champion.read_logits(rows))
         expected = reference.forward(tokens, cache, position)
         worst = max(worst, float(np.abs(gpu_rows - expected).max()))
-    print(f"\n[gpu] synthetic, position {position}: max |logit diff| vs numpy over T = 1..{K_MAX + 1}: {worst:.2e}")
+    print(f"\n[gpu] synthetic, {champion.kernel_family} kernels, position {position}: max |logit diff| vs numpy over T = 1..{K_MAX + 1}: {worst:.2e}")
     assert worst <= 1e-4
 
 
-def test_each_rows_logits_are_bitwise_identical_for_every_t(synth):
-    champion, _ = synth
+def test_each_rows_logits_are_bitwise_identical_for_every_t(synth_each):
+    champion, _ = synth_each
     tokens = [1, 60, 70, 80, 90, 100, 110, 120, 130]
     champion.prefill([5, 6, 7])
     single = []
@@ -94,8 +117,8 @@ def test_each_rows_logits_are_bitwise_identical_for_every_t(synth):
             assert np.array_equal(np.float32(batch[t]), np.float32(single[t])), f"row {t} differs at T={rows}"
 
 
-def test_kv_rollback_after_a_rejection_equals_a_fresh_run(synth):
-    champion, _ = synth
+def test_kv_rollback_after_a_rejection_equals_a_fresh_run(synth_each):
+    champion, _ = synth_each
     committed = [1, 40, 41, 42]
     champion.prefill(committed[:-1])
     champion.forward([committed[-1], 300, 301, 302, 303], 3)  # drafts 300.. rejected: rows 4..7 now stale
@@ -383,8 +406,8 @@ def run_tokens(champion, proposer, prompt, settings, k=4, max_new=24, seed=3):
     return [t for e in events if isinstance(e, Emitted) for t in e.tokens]
 
 
-def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth):
-    champion, _ = synth
+def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth_each):
+    champion, _ = synth_each
     prompt = [1, 60, 61, 62, 60, 61, 62, 60, 61]
     settings = SamplingSettings(temperature=0)
     alone = run_tokens(champion, NoProposer(), prompt, settings)
@@ -396,10 +419,15 @@ def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth):
 # ---- the real model -----------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def real(gpu, real_package):
+def real_reference(real_package):
     config, tensors = read_champion(real_package)
-    golden = json.loads((real_package / "golden.json").read_text())
-    return load(gpu, real_package, 256), ReferenceModel(config, tensors), golden
+    return ReferenceModel(config, tensors), json.loads((real_package / "golden.json").read_text())
+
+
+@pytest.fixture(scope="module", params=KERNEL_FAMILIES)
+def real(request, gpu, real_package, real_reference):
+    reference, golden = real_reference
+    return load(gpu, real_package, 256, kernels=request.param), reference, golden
 
 
 def test_real_model_teacher_forced_top1_agrees_with_the_reference(real):
@@ -421,7 +449,7 @@ def test_real_model_teacher_forced_top1_agrees_with_the_reference(real):
                 else:
                     margins.append(float(top2[1] - top2[0]))
     rate = agree / total
-    print(f"\n[gpu] SmolLM2 teacher-forced top-1 agreement with numpy: {agree}/{total} = {rate:.4f}; "
+    print(f"\n[gpu] SmolLM2 ({champion.kernel_family} kernels) teacher-forced top-1 agreement with numpy: {agree}/{total} = {rate:.4f}; "
           f"disagreement margins: {[round(m, 4) for m in margins]}")
     assert rate >= 0.995
     assert all(m < 0.01 for m in margins)

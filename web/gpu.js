@@ -9,6 +9,7 @@ const LIMIT_NAMES = {
   "max-compute-workgroup-storage-size": "maxComputeWorkgroupStorageSize",
   "max-compute-workgroups-per-dimension": "maxComputeWorkgroupsPerDimension",
   "max-uniform-buffers-per-shader-stage": "maxUniformBuffersPerShaderStage",
+  "max-uniform-buffer-binding-size": "maxUniformBufferBindingSize",
   "max-buffer-size": "maxBufferSize",
 };
 const PORTABLE_BINDING = 128 * 1024 * 1024;
@@ -52,11 +53,13 @@ export class GpuHelper {
     if (this.lostInfo) throw new Error(`GPU device lost: ${this.lostInfo.message || this.lostInfo.reason}`);
   }
 
-  createBuffer(size, label, uniform) {
-    const usage = uniform
-      ? GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST
-      : GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    return this.device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage, label });
+  // usage: "storage" (kernels read/write, copied back), "uniform", or "storage+uniform"
+  createBuffer(size, label, usage) {
+    const storage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const uniform = GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST;
+    const flags = { storage, uniform, "storage+uniform": storage | uniform }[usage];
+    if (flags === undefined) throw new Error(`unknown buffer usage ${usage}`);
+    return this.device.createBuffer({ size: Math.max(16, Math.ceil(size / 4) * 4), usage: flags, label });
   }
 
   // data: a typed array or ArrayBuffer (zero-copy from Python for JS-backed arrays); padded to 4 bytes.

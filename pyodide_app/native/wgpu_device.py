@@ -11,6 +11,7 @@ from ..gpu import MAX_BINDING_BYTES, Binding, Dispatch
 
 STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
 UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+USAGES = {"storage": STORAGE, "uniform": UNIFORM, "storage+uniform": STORAGE | UNIFORM}
 
 
 class WgpuDevice:
@@ -21,14 +22,17 @@ class WgpuDevice:
             raise RuntimeError("no WebGPU adapter (install mesa-vulkan-drivers for lavapipe)")
         info = adapter.info
         self.adapter_name = f"{info.get('device', '?')} ({info.get('backend_type', '?')})"
-        self.limits = dict(adapter.limits)
-        binding = min(self.limits["max-storage-buffer-binding-size"], MAX_BINDING_BYTES)
+        binding = min(adapter.limits["max-storage-buffer-binding-size"], MAX_BINDING_BYTES)
         self.device = adapter.request_device_sync(
             required_limits={"max-storage-buffer-binding-size": binding, "max-buffer-size": max(binding, 256 << 20)}
         )
+        self.limits = dict(self.device.limits)  # what this device grants, which kernels must fit
 
-    def create_buffer(self, size: int, label: str, uniform: bool = False):
-        return self.device.create_buffer(size=max(16, (size + 3) // 4 * 4), usage=UNIFORM if uniform else STORAGE, label=label)
+    def create_buffer(self, size: int, label: str, usage: str = "storage"):
+        return self.device.create_buffer(size=max(16, (size + 3) // 4 * 4), usage=USAGES[usage], label=label)
+
+    def destroy_buffer(self, buffer) -> None:
+        buffer.destroy()
 
     def write_buffer(self, buffer, offset: int, data) -> None:
         data = memoryview(data).cast("B")

@@ -1,0 +1,96 @@
+// matmul_split.wgsl — y[t, n] (+)= sum_k x[t, k] * W[n, k] for t < rows, n < N; the "split" family, made for
+// hardware GPUs: many workgroups, and neighbouring invocations read neighbouring weight blocks.
+// W: the repacked layout of repack.wgsl (see matmul_columns.wgsl). x: f32 [rows, K] as vec4s; y: f32 [rows, N].
+// Dispatch: (ceil(N / 8), 1, 1). Workgroup g owns columns 8g .. 8g + 7; invocation l = 8c + s takes column
+// 8g + c and the K slice s: blocks s, s + 8, s + 16, ... (ascending), for every row.
+// Reduction: the 8 slice sums of (t, column) are added in the fixed tree ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)).
+// Batch invariance: a (t, column) result depends only on row t's activations and that fixed order; `rows`
+// only bounds loops, so a row's result is bitwise identical for every T.
+const SLICES: u32 = 8u;
+struct Shape { k: u32, n: u32, pad0: u32, pad1: u32 };
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<uniform> shape: Shape;
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> quants: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read> scales: array<u32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+var<workgroup> partial: array<f32, TMAX * 64>;  // [t][c][s]
+
+fn low_nibbles(w: u32) -> vec4<f32> { return vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u)); }
+fn high_nibbles(w: u32) -> vec4<f32> { return vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u)); }
+fn int8s(w: u32) -> vec4<f32> {
+    return vec4<f32>((vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w))) >> vec4<u32>(24u));
+}
+
+fn block_q4_1(t: u32, b: u32, q: vec4<u32>, dm: vec2<f32>) -> f32 {
+    let v = (t * shape.k + b * 32u) / 4u;
+    let a = x[v]; let bb = x[v + 1u]; let c = x[v + 2u]; let d = x[v + 3u];
+    let e = x[v + 4u]; let f = x[v + 5u]; let g = x[v + 6u]; let h = x[v + 7u];
+    let xq = dot(a, low_nibbles(q.x)) + dot(bb, low_nibbles(q.y)) + dot(c, low_nibbles(q.z)) + dot(d, low_nibbles(q.w))
+           + dot(e, high_nibbles(q.x)) + dot(f, high_nibbles(q.y)) + dot(g, high_nibbles(q.z)) + dot(h, high_nibbles(q.w));
+    let sv = ((a + bb) + (c + d)) + ((e + f) + (g + h));
+    return dm.x * xq + dm.y * ((sv.x + sv.y) + (sv.z + sv.w));
+}
+
+fn block_q8_0(t: u32, b: u32, lo: vec4<u32>, hi: vec4<u32>, d: f32) -> f32 {
+    let v = (t * shape.k + b * 32u) / 4u;
+    let xq = dot(x[v], int8s(lo.x)) + dot(x[v + 1u], int8s(lo.y)) + dot(x[v + 2u], int8s(lo.z)) + dot(x[v + 3u], int8s(lo.w))
+           + dot(x[v + 4u], int8s(hi.x)) + dot(x[v + 5u], int8s(hi.y)) + dot(x[v + 6u], int8s(hi.z)) + dot(x[v + 7u], int8s(hi.w));
+    return d * xq;
+}
+
+// Writes this invocation's slice sums to partial[t][c][s], then reduces and stores (t, column) pairs.
+fn reduce_and_store(group: u32, l: u32, acc: ptr<function, array<f32, TMAX>>, add: bool) {
+    for (var t = 0u; t < params.rows; t++) { partial[t * 64u + l] = (*acc)[t]; }
+    workgroupBarrier();
+    for (var pair = l; pair < params.rows * 8u; pair += 64u) {
+        let p = pair * SLICES;  // (t * 8 + c) * 8
+        let sum = ((partial[p] + partial[p + 1u]) + (partial[p + 2u] + partial[p + 3u]))
+                + ((partial[p + 4u] + partial[p + 5u]) + (partial[p + 6u] + partial[p + 7u]));
+        let n = group * 8u + pair % 8u;
+        if (n < shape.n) {
+            let at = (pair / 8u) * shape.n + n;
+            y[at] = select(sum, y[at] + sum, add);
+        }
+    }
+}
+
+fn split_q4_1(group: u32, l: u32, add: bool) {
+    let n = min(group * 8u + l / SLICES, shape.n - 1u);  // columns beyond N are computed on N - 1, never stored
+    let blocks = shape.k / 32u;
+    var acc: array<f32, TMAX>;
+    for (var b = l % SLICES; b < blocks; b += SLICES) {
+        let i = n * blocks + b;
+        let q = quants[i];
+        let dm = unpack2x16float(scales[i]);
+        for (var t = 0u; t < params.rows; t++) { acc[t] += block_q4_1(t, b, q, dm); }
+    }
+    reduce_and_store(group, l, &acc, add);
+}
+
+fn split_q8_0(group: u32, l: u32, add: bool) {
+    let n = min(group * 8u + l / SLICES, shape.n - 1u);
+    let blocks = shape.k / 32u;
+    var acc: array<f32, TMAX>;
+    for (var b = l % SLICES; b < blocks; b += SLICES) {
+        let i = n * blocks + b;
+        let lo = quants[2u * i];
+        let hi = quants[2u * i + 1u];
+        let d = unpack2x16float(scales[i]).x;
+        for (var t = 0u; t < params.rows; t++) { acc[t] += block_q8_0(t, b, lo, hi, d); }
+    }
+    reduce_and_store(group, l, &acc, add);
+}
+
+@compute @workgroup_size(64)
+fn matmul_q4_1(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q4_1(g.x, l, false); }
+
+@compute @workgroup_size(64)
+fn matmul_q4_1_add(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q4_1(g.x, l, true); }
+
+@compute @workgroup_size(64)
+fn matmul_q8_0(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q8_0(g.x, l, false); }
+
+@compute @workgroup_size(64)
+fn matmul_q8_0_add(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q8_0(g.x, l, true); }
