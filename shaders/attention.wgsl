@@ -1,19 +1,21 @@
 // attention.wgsl — causal grouped-query attention over the KV cache.
-// q: f32 [rows, H*HD] (rotated); k_cache, v_cache: f32 [KVH, CTX, HD]; out: f32 [rows, H*HD].
+// q: f32 [rows, H*HD] (rotated); k_cache, v_cache: f32 [KVH, CTX, HD]; out: f32 [rows, H*HD]; all read as
+// vec4s (HD4 = HD/4 per head row), so a key or value row is HD4 loads.
 // Row t (absolute position p = position + t) of head h reads KV head h / (H / KVH), keys 0..p.
 // Dispatch: (H, rows), one workgroup of 64 per (head, row). Invocation l takes keys l, l+64, ...
-// in ascending order with an online softmax (m, l, acc); the 64 partial states are merged in
-// invocation order 0..63. The result depends on p and the cache, never on `rows`.
+// in ascending order with an online softmax (m, s, acc); a score is the 4 lane sums of query*key over
+// d4 = 0..HD4-1 (ascending), then (x + y) + (z + w). The 64 partial states are merged in invocation
+// order 0..63. The result depends on p and the cache, never on `rows`.
+const HD4: u32 = HD / 4u;
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> v_cache: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
 
-var<workgroup> query: array<f32, HD>;
 var<workgroup> maxima: array<f32, 64>;
 var<workgroup> sums: array<f32, 64>;
-var<workgroup> partial: array<f32, 64 * HD>;
+var<workgroup> partial: array<vec4<f32>, 64 * HD4>;
 
 @compute @workgroup_size(64)
 fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l: u32) {
@@ -22,22 +24,22 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     if (t >= params.rows) { return; }
     let kv = head / (H / KVH);
     let keys = params.position + t + 1u;
-    for (var d = l; d < HD; d += 64u) { query[d] = q[t * H * HD + head * HD + d]; }
-    workgroupBarrier();
+    var query: array<vec4<f32>, HD4>;
+    for (var d = 0u; d < HD4; d++) { query[d] = q[(t * H + head) * HD4 + d]; }
 
     var m = NEG_BIG;
     var s = 0.0;
-    var acc: array<f32, HD>;
+    var acc: array<vec4<f32>, HD4>;
     for (var j = l; j < keys; j += 64u) {
-        let row = (kv * CTX + j) * HD;
-        var score = 0.0;
-        for (var d = 0u; d < HD; d++) { score += query[d] * k_cache[row + d]; }
-        score *= SCALE;
+        let row = (kv * CTX + j) * HD4;
+        var lanes = vec4<f32>(0.0);
+        for (var d = 0u; d < HD4; d++) { lanes += query[d] * k_cache[row + d]; }
+        let score = ((lanes.x + lanes.y) + (lanes.z + lanes.w)) * SCALE;
         let m_new = max(m, score);
         let correction = exp(m - m_new);
         let p = exp(score - m_new);
         s = s * correction + p;
-        for (var d = 0u; d < HD; d++) { acc[d] = acc[d] * correction + p * v_cache[row + d]; }
+        for (var d = 0u; d < HD4; d++) { acc[d] = acc[d] * correction + p * v_cache[row + d]; }
         m = m_new;
     }
     maxima[l] = m;
@@ -46,13 +48,13 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     for (var i = 0u; i < 64u; i++) { top = max(top, maxima[i]); }
     let weight = exp(m - top);
     sums[l] = s * weight;
-    for (var d = 0u; d < HD; d++) { partial[l * HD + d] = acc[d] * weight; }
+    for (var d = 0u; d < HD4; d++) { partial[l * HD4 + d] = acc[d] * weight; }
     workgroupBarrier();
     var total = 0.0;
     for (var i = 0u; i < 64u; i++) { total += sums[i]; }
-    for (var d = l; d < HD; d += 64u) {
-        var value = 0.0;
-        for (var i = 0u; i < 64u; i++) { value += partial[i * HD + d]; }
-        out[t * H * HD + head * HD + d] = value / total;
+    for (var d = l; d < HD4; d += 64u) {
+        var value = vec4<f32>(0.0);
+        for (var i = 0u; i < 64u; i++) { value += partial[i * HD4 + d]; }
+        out[(t * H + head) * HD4 + d] = value / total;
     }
 }
