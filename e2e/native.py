@@ -9,11 +9,16 @@ from pathlib import Path
 from pyodide_app.engine import Engine
 
 
+# The WebGPU matmul family each browser runs in the conformance tests (the page's ?kernels=), so every
+# family is compared against the native engine running the same family.
+PAGE_KERNELS = {"chromium": "split", "firefox": "columns"}
+
+
 @functools.cache
-def native_engine(model: Path, backend: str) -> Engine:
+def native_engine(model: Path, backend: str, kernels: str = "columns") -> Engine:
     from pyodide_app.native.loader import load_engine
 
-    return load_engine(model, backend=backend)
+    return load_engine(model, backend=backend, kernels=kernels)
 
 
 def page_request(prompt: str, proposer: str, k: int, temperature: float, seed: int, max_tokens: int) -> dict:
@@ -23,11 +28,11 @@ def page_request(prompt: str, proposer: str, k: int, temperature: float, seed: i
             "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else k, "adaptive": False}}
 
 
-def native_done(model: Path, backend: str = "webgpu", **request) -> dict:
-    done = list(native_engine(Path(model), backend).chat(page_request(**request)))[-1]
+def native_done(model: Path, backend: str = "webgpu", kernels: str = "columns", **request) -> dict:
+    done = list(native_engine(Path(model), backend, kernels).chat(page_request(**request)))[-1]
     assert done["type"] == "done", done
     return done
 
 
-def native_tokens(model: Path, backend: str = "webgpu", **request) -> list[int]:
-    return native_done(model, backend, **request)["tokens"]
+def native_tokens(model: Path, backend: str = "webgpu", kernels: str = "columns", **request) -> list[int]:
+    return native_done(model, backend, kernels, **request)["tokens"]

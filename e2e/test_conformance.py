@@ -4,7 +4,9 @@ Synthetic model, every engine x proposer x k in {1, 4}: greedy tokens equal the 
 engine's (the champion's argmax path); seeded temperature-1 samples equal the native engine of the
 same champion backend (WGSL kernels for the WebGPU engines, champion.onnx for the CPU ones: same
 Philox draws, same acceptance). Real model, Chromium and Firefox: greedy tokens of two prompts equal
-the native engine's for every proposer. Every comparison is written to test-results/ as JSON.
+the native engine's for every proposer. Each WebGPU browser runs one matmul kernel family (PAGE_KERNELS:
+Chromium split, Firefox columns) against the native engine running the same family, so both families are
+checked in a browser. Every comparison is written to test-results/ as JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import pytest
 
 from .conftest import ALL_ENGINES, GPU_ENGINES, open_app
-from .native import native_done, native_tokens
+from .native import PAGE_KERNELS, native_done, native_tokens
 
 SYNTH_PROMPT = "hello world, the world says hello"
 SEED = 1234
@@ -27,8 +29,9 @@ REAL_PROMPTS = {
 REAL_MAX_TOKENS = 12
 
 
-def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int):
-    """Ask the prompt once per case in a fresh chat; returns rows of page vs native tokens."""
+def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int, kernels: str = "columns"):
+    """Ask the prompt once per case in a fresh chat; returns rows of page vs native tokens (the native WebGPU
+    engine with the matmul family the page runs)."""
     rows = []
     for proposer, k, temperature in cases:
         app.new_chat()
@@ -36,8 +39,8 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int):
                       top_p=1, top_k=0, repetition_penalty=1)
         answer = app.ask(prompt)
         request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens)
-        greedy_reference = native_tokens(model, "webgpu", **request) if temperature == 0 else None
-        same_backend = native_done(model, backend, **request)
+        greedy_reference = native_tokens(model, "webgpu", kernels, **request) if temperature == 0 else None
+        same_backend = native_done(model, backend, kernels, **request)
         rows.append({"proposer": proposer, "k": k, "temperature": temperature, "page": answer.tokens, "finish": answer.finish,
                      "proposed": answer.proposed, "fallback": answer.fallback, "native_proposed": same_backend["speculative"]["proposed"],
                      "native_same_backend": same_backend["tokens"], "native_webgpu": greedy_reference})
@@ -60,12 +63,14 @@ def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
 @pytest.mark.parametrize("engine", ALL_ENGINES + ["chromium-nogpu"])
 def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance, site_url, synth_package, artifacts, engine):
     cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES]
-    with open_app(playwright_instance, engine, site_url + "?nosw") as app:
+    kernels = PAGE_KERNELS.get(engine, "columns")
+    with open_app(playwright_instance, engine, site_url + f"?nosw&kernels={kernels}") as app:
         backend_text = app.wait_ready()
         cpu = engine in CPU_ENGINES
+        assert cpu or f"kernels: {kernels}" in backend_text, backend_text
         assert ("CPU fallback" in backend_text) == cpu, backend_text
         assert ("(float32)" in backend_text) == cpu, backend_text  # the fast CPU champion, weights from the shards
-        rows = run_cases(app, synth_package, "cpu" if cpu else "webgpu", cases, SYNTH_PROMPT, 16)
+        rows = run_cases(app, synth_package, "cpu" if cpu else "webgpu", cases, SYNTH_PROMPT, 16, kernels)
     report(artifacts, "synth", engine, backend_text, rows)
     for row in rows:
         case = f"{engine} {row['proposer']} k={row['k']} T={row['temperature']}"
@@ -81,12 +86,13 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
 @pytest.mark.parametrize("engine", GPU_ENGINES)
 def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_instance, real_site_url, real_package, artifacts, engine):
     cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0), ("hybrid", 4, 0.0)]
-    with open_app(playwright_instance, engine, real_site_url + "?nosw") as app:
+    kernels = PAGE_KERNELS[engine]
+    with open_app(playwright_instance, engine, real_site_url + f"?nosw&kernels={kernels}") as app:
         backend_text = app.wait_ready()
-        assert "WebGPU" in backend_text
+        assert "WebGPU" in backend_text and f"kernels: {kernels}" in backend_text, backend_text
         rows = []
         for name, prompt in REAL_PROMPTS.items():
-            for row in run_cases(app, real_package, "webgpu", cases, prompt, REAL_MAX_TOKENS):
+            for row in run_cases(app, real_package, "webgpu", cases, prompt, REAL_MAX_TOKENS, kernels):
                 rows.append({"prompt": name, **row})
         app.screenshot(str(artifacts / f"conformance-real-{engine}.png"))
     report(artifacts, "real", engine, backend_text, rows)

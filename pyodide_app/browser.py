@@ -140,10 +140,11 @@ class JsCancel(CancelToken):
 
 def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
                   context_limit: int, champion_runner: Any = None, progress: Any = None,
-                  cpu_entry: str = "fallback") -> Engine:
+                  cpu_entry: str = "fallback", kernels: str = "auto") -> Engine:
     """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker).
     Without WebGPU, gpu_helper is null and champion_runner runs the manifest entry `cpu_entry`
-    ("cpu_champion" or "fallback") on the CPU (CpuChampion). progress(done, total) reports the weight upload."""
+    ("cpu_champion" or "fallback") on the CPU (CpuChampion). progress(done, total) reports the weight upload.
+    kernels: the WebGPU champion's matmul family, or "auto" to time each at load (GPUChampion)."""
     manifest = json.loads(manifest_json)
     if not _present(gpu_helper):
         champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest[cpu_entry]), context_limit)
@@ -151,13 +152,21 @@ def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any,
         report = progress if _present(progress) else None
         champion = GPUChampion(BrowserGPU(gpu_helper), manifest, lambda name: files.get(name),
                                lambda name: str(shaders.get(name)), k_max=k_max, context_limit=context_limit,
-                               progress=report)
+                               progress=report, kernels=str(kernels))
     tokenizer = Tokenizer.from_json(files.get(manifest["tokenizer"]).to_bytes().decode("utf-8"))
     template = ChatTemplate.from_jinja(files.get(manifest["chat_template"]).to_bytes().decode("utf-8"))
     draft = None
     if _present(draft_runner) and manifest.get("draft"):
         draft = BrowserDraftRuntime(draft_runner, manifest["draft"])
     return Engine(champion, tokenizer, template, manifest, draft, k_max)
+
+
+def kernel_report(engine: Engine) -> str:
+    """JSON {"family", "timings_ms"} of the WebGPU champion's matmul kernels; "null" on the CPU path."""
+    champion = engine.champion
+    if not isinstance(champion, GPUChampion):
+        return "null"
+    return json.dumps({"family": champion.kernel_family, "timings_ms": champion.kernel_timings})
 
 
 async def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:

@@ -161,8 +161,7 @@ class Engine:
         files = self.manifest["files"]
         limit = self.champion.context_limit
         if hasattr(self.champion, "kv_bytes"):  # the WebGPU champion: its own buffers
-            weights = sum(p["bytes"] for t in self.manifest["champion"]["tensors"].values() for p in t["parts"])
-            kv, scratch = self.champion.kv_bytes, self.champion.scratch_bytes
+            weights, kv, scratch = self.champion.weight_bytes, self.champion.kv_bytes, self.champion.scratch_bytes
         else:  # the CPU champion: champion.onnx on onnxruntime
             weights = files[self.manifest["fallback"]["onnx"]]["bytes"]
             kv = kv_capacity_bytes(self.manifest["champion"]["config"], limit)

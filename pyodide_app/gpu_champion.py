@@ -36,6 +36,7 @@ KERNEL_FAMILIES = ("columns", "split")
 MATMUL_ENTRIES = ("matmul_q4_1", "matmul_q4_1_add", "matmul_q8_0", "matmul_q8_0_add")
 COLUMNS_PER_INVOCATION = 8
 COLUMNS_PER_SPLIT_GROUP = 8
+PREFILL_ROWS = 32  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {0: "sample", 1: "bonus", 2: "correction"}
 RESULT_BYTES = 20  # accepted, terminal, kind, status, rows: all a round reads back
@@ -95,10 +96,12 @@ class GPUChampion:
         negative_control: bool = False,
         progress: Callable[[int, int], None] | None = None,
         kernels: str = "auto",
+        prefill_rows: int = PREFILL_ROWS,
     ):
         """progress(bytes_uploaded, total): called after each weight tensor reaches the GPU.
         kernels: a matmul family of KERNEL_FAMILIES, or "auto" (time each at load, keep the fastest;
         `kernel_timings` holds the measurement).
+        prefill_rows: rows per prefill forward (at least T_max); its KV rows are bitwise those of 1-row calls.
         negative_control (tests only): after a rejection, sample from the full target instead of
         the residual — a deliberately wrong verifier that exactness tests must detect."""
         if kernels != "auto" and kernels not in KERNEL_FAMILIES:
@@ -108,6 +111,7 @@ class GPUChampion:
         self.vocab_size = config.vocab_size
         self.t_max = k_max + 1
         self.context_limit = min(context_limit or config.context_length, config.context_length)
+        self.prefill_rows = max(self.t_max, min(prefill_rows, self.context_limit))
         self.calls = 0
         self.wait_seconds = 0.0  # time blocked on read-backs (the device finishing the submitted work)
         self.tensor_info = tensors = manifest["champion"]["tensors"]
@@ -118,9 +122,10 @@ class GPUChampion:
         )
         # attention.wgsl: 64 partial accumulators of head_dim floats, the query, 2 x 64 softmax scalars.
         attention_bytes = (64 * config.head_dim + config.head_dim + 128) * 4
-        split_bytes = self.t_max * 64 * 4  # matmul_split.wgsl: 64 slice sums per row
+        split_bytes = self.prefill_rows * 64 * 4  # matmul_split.wgsl: 64 slice sums per row
         check_limits(gpu.limits, largest, gpu.adapter_name, max(attention_bytes, split_bytes))
         self.weights = self._upload_weights(tensors, read_file, shader_source("repack"), progress)
+        self.weight_bytes = sum(w.buffer.size for w in self.weights.values())  # on the GPU, after repacking
         self.k_widest = max(t["shape"][0] for t in tensors.values() if t["format"] != "f32" and len(t["shape"]) == 2)
         self.uniform_activations = self.t_max * self.k_widest * 4 <= gpu.limits.get("max-uniform-buffer-binding-size", 0)
         self._allocate_scratch()
@@ -132,19 +137,21 @@ class GPUChampion:
             for entry in self._entry_points(name):
                 self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
         families = KERNEL_FAMILIES if kernels == "auto" else (kernels,)
+        prefill_header = constants_header(config, self.context_limit, self.prefill_rows, negative_control)
         for family in families:
-            code = header + common + self._matmul_source(family, shader_source(f"matmul_{family}"))
+            source = shader_source(f"matmul_{family}")
+            code = header + common + self._matmul_source(family, source)
+            prefill_code = prefill_header + common + matmul_source(source, None)
             for entry in MATMUL_ENTRIES:
                 self.pipelines[f"{family}.{entry}"] = gpu.create_pipeline(code, entry, f"{family}.{entry}")
+                self.pipelines[f"prefill.{family}.{entry}"] = gpu.create_pipeline(prefill_code, entry, f"prefill.{family}.{entry}")
         verify_code = header + common + "".join(shader_source(name) for name in VERIFY_SHADERS)
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
         self.steps_by_family = {family: self._build_steps(family) for family in families}
-        self.kernel_family = families[0]
-        self.steps = self.steps_by_family[self.kernel_family]
+        self.prefill_steps_by_family = {family: self._build_steps(family, prefill=True) for family in families}
+        self._use_family(families[0])
         self.verify_step = self._verify_step()
         self.verify_only = [self.verify_step]
-        self.plans: dict[int, list[Dispatch]] = {}
-        self.verify_plans: dict[int, list[Dispatch]] = {}
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
         self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
         self.kernel_timings: dict[str, dict[str, float]] = {}
@@ -166,7 +173,10 @@ class GPUChampion:
     def _use_family(self, family: str) -> None:
         self.kernel_family = family
         self.steps = self.steps_by_family[family]
-        self.plans, self.verify_plans = {}, {}
+        self.prefill_steps = self.prefill_steps_by_family[family]
+        self.plans: dict[int, list[Dispatch]] = {}
+        self.verify_plans: dict[int, list[Dispatch]] = {}
+        self.prefill_plans: dict[int, list[Dispatch]] = {}
 
     def _calibrate(self, families: Sequence[str], repeats: int = 2) -> None:
         """Time a 1-row and a min(5, T_max)-row forward per family (best of `repeats`); keep the family
@@ -213,12 +223,13 @@ class GPUChampion:
         return weights
 
     def _allocate_scratch(self) -> None:
-        c, t, gpu = self.config, self.t_max, self.gpu
+        c, gpu = self.config, self.gpu
+        t = self.prefill_rows  # activations hold a prefill chunk; logits and verify buffers T_max rows
         f32 = 4
         self.params = gpu.create_buffer(16, "params", usage="uniform")
         self.tokens = gpu.create_buffer(t * 4, "tokens")
         self.x = gpu.create_buffer(t * c.d_model * f32, "x")
-        # Matmul inputs (h, attn, gate) may be bound as uniform arrays of T_max * k_widest floats.
+        # Matmul inputs (h, attn, gate); the verify plans may bind them as uniform arrays of T_max * k_widest floats.
         matmul_input = t * self.k_widest * f32
         usage = "storage+uniform" if self.uniform_activations else "storage"
         self.h = gpu.create_buffer(matmul_input, "h", usage=usage)
@@ -228,7 +239,7 @@ class GPUChampion:
         self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)
         self.gate = gpu.create_buffer(matmul_input, "gate", usage=usage)
         self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")
-        self.logits = gpu.create_buffer(t * c.vocab_size * f32, "logits")
+        self.logits = gpu.create_buffer(self.t_max * c.vocab_size * f32, "logits")
         kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32
         self.k_cache = [gpu.create_buffer(kv_bytes, f"k_cache.{i}") for i in range(c.n_layers)]
         self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
@@ -237,14 +248,14 @@ class GPUChampion:
         self.verify_cfg = gpu.create_buffer(48, "verify_cfg", usage="uniform")
         self.presence_words = (c.vocab_size + 31) // 32
         self.presence = gpu.create_buffer(self.presence_words * 4, "presence")
-        self.q_rows = gpu.create_buffer((t - 1) * c.vocab_size * f32, "q_rows")
+        self.q_rows = gpu.create_buffer((self.t_max - 1) * c.vocab_size * f32, "q_rows")
         self.id_map = gpu.create_buffer(c.vocab_size * 4, "id_map")
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
         self.result = gpu.create_buffer(32, "result")
         self.shapes = {}
         activations = t * c.d_model + t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + t * c.d_ffn + 3 * t * self.k_widest
-        verify = (t - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
-        self.scratch_bytes = (t + activations + t * c.vocab_size + verify) * f32  # tokens, activations, logits, verify
+        verify = (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
+        self.scratch_bytes = (t + activations + self.t_max * c.vocab_size + verify) * f32  # tokens, activations, logits, verify
         self.kv_bytes = 2 * c.n_layers * kv_bytes
 
     def _shape(self, k: int, n: int):
@@ -263,12 +274,13 @@ class GPUChampion:
 
     # -- the dispatch plan -------------------------------------------------
 
-    def _matmul(self, family: str, x, weight_name: str, y, add: bool = False):
-        """(pipeline, bindings, workgroups(T)) for y = x @ W^T (or y +=) with a kernel family."""
+    def _matmul(self, family: str, x, weight_name: str, y, add: bool = False, prefill: bool = False):
+        """(pipeline, bindings, workgroups(T)) for y = x @ W^T (or y +=) with a kernel family; prefill: the
+        pipelines built for prefill_rows rows (activations in storage)."""
         weight = self.weights[weight_name]
         k, n = self.tensor_info[weight_name]["shape"]
-        pipeline = self.pipelines[f"{family}.matmul_{weight.format}{'_add' if add else ''}"]
-        uniform_x = family == "columns" and self.uniform_activations
+        pipeline = self.pipelines[f"{'prefill.' if prefill else ''}{family}.matmul_{weight.format}{'_add' if add else ''}"]
+        uniform_x = family == "columns" and self.uniform_activations and not prefill
         x_binding = Binding(x, 0, self.t_max * self.k_widest * 4) if uniform_x else Binding(x)
         bindings = [Binding(self.params), Binding(self._shape(k, n)), x_binding, weight.quants(), weight.scales(), Binding(y)]
         if family == "columns":
@@ -277,8 +289,9 @@ class GPUChampion:
             count = (n + COLUMNS_PER_SPLIT_GROUP - 1) // COLUMNS_PER_SPLIT_GROUP
         return pipeline, bindings, lambda rows: (count, 1, 1)
 
-    def _build_steps(self, family: str) -> list:
-        """Static (pipeline, bind group, workgroups-of-T) steps of one forward pass with a matmul family."""
+    def _build_steps(self, family: str, prefill: bool = False) -> list:
+        """Static (pipeline, bind group, workgroups-of-T) steps of one forward pass with a matmul family;
+        prefill: the prefill pass (its own matmul pipelines, up to prefill_rows rows, no final norm or head)."""
         c = self.config
         steps = []
 
@@ -294,7 +307,7 @@ class GPUChampion:
             add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("attn_norm")].whole(), Binding(self.h)],
                 lambda rows: (rows, 1, 1), f"l{i}.attn_norm")
             for part, out in (("attn_q", self.q), ("attn_k", self.k_new), ("attn_v", self.v_new)):
-                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out)
+                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
             add("rope_q", [Binding(self.params), Binding(self.rope), Binding(self.q)],
                 lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1), f"l{i}.rope_q")
@@ -303,17 +316,19 @@ class GPUChampion:
                 lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1), f"l{i}.store_kv")
             add("attention", [Binding(self.params), Binding(self.q), Binding(self.k_cache[i]), Binding(self.v_cache[i]),
                               Binding(self.attn)], lambda rows: (c.n_heads, rows, 1), f"l{i}.attention")
-            pipeline, bindings, workgroups = self._matmul(family, self.attn, w("attn_output"), self.x, add=True)
+            pipeline, bindings, workgroups = self._matmul(family, self.attn, w("attn_output"), self.x, add=True, prefill=prefill)
             add(pipeline, bindings, workgroups, f"l{i}.attn_output")
             add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("ffn_norm")].whole(), Binding(self.h)],
                 lambda rows: (rows, 1, 1), f"l{i}.ffn_norm")
             for part, out in (("ffn_gate", self.gate), ("ffn_up", self.up)):
-                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out)
+                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
             add("swiglu", [Binding(self.params), Binding(self.gate), Binding(self.up)],
                 lambda rows: (groups(c.d_ffn), rows, 1), f"l{i}.swiglu")
-            pipeline, bindings, workgroups = self._matmul(family, self.gate, w("ffn_down"), self.x, add=True)
+            pipeline, bindings, workgroups = self._matmul(family, self.gate, w("ffn_down"), self.x, add=True, prefill=prefill)
             add(pipeline, bindings, workgroups, f"l{i}.ffn_down")
+        if prefill:
+            return steps
         add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights["output_norm.weight"].whole(), Binding(self.h)],
             lambda rows: (rows, 1, 1), "output_norm")
         head = "token_embd.weight" if c.tied_embeddings else "output.weight"
@@ -339,17 +354,26 @@ class GPUChampion:
             self.plans[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in self.steps]
         return self.plans[rows]
 
+    def prefill_plan(self, rows: int) -> list[Dispatch]:
+        if not 1 <= rows <= self.prefill_rows:
+            raise ValueError(f"{rows} rows; prefill was built for 1..{self.prefill_rows}")
+        if rows not in self.prefill_plans:
+            self.prefill_plans[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in self.prefill_steps]
+        return self.prefill_plans[rows]
+
     # -- running -----------------------------------------------------------
 
-    def forward(self, tokens: Sequence[int], position: int) -> None:
-        """Score len(tokens) rows at positions position.. (writes their KV rows); logits stay on the GPU."""
+    def forward(self, tokens: Sequence[int], position: int, prefill: bool = False) -> None:
+        """Score len(tokens) rows at positions position.. (writes their KV rows); logits stay on the GPU.
+        prefill: up to prefill_rows rows, KV rows only (no logits)."""
         rows = len(tokens)
         if position + rows > self.context_limit:
             raise ValueError(f"positions up to {position + rows} exceed the KV capacity {self.context_limit}")
+        plan = self.prefill_plan(rows) if prefill else self.plan(rows)
         self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, position, 0, 0))
         self.gpu.write_buffer(self.tokens, 0, array("I", tokens).tobytes())
         self.kv_tokens = self.kv_tokens[:position]  # rows from here are unknown until the submit completes
-        self.gpu.submit(self.plan(rows))
+        self.gpu.submit(plan)
         self.calls += 1
         self._wrote_kv(tokens, position)
 
@@ -368,14 +392,14 @@ class GPUChampion:
         self.kv_tokens = []
 
     def prefill(self, tokens: Sequence[int]) -> None:
-        """KV rows 0..len(tokens)-1, in chunks of T_max rows. Rows already holding the same token
+        """KV rows 0..len(tokens)-1, in chunks of prefill_rows rows. Rows already holding the same token
         prefix are kept: a KV row depends only on the tokens up to it (batch invariance makes that
         bitwise), so a repeated or extended conversation skips its known prefix."""
         tokens = list(tokens)
         start = common_prefix(self.kv_tokens, tokens)
         self.kv_tokens = self.kv_tokens[:start]
-        for chunk in range(start, len(tokens), self.t_max):
-            self.forward(tokens[chunk : chunk + self.t_max], chunk)
+        for chunk in range(start, len(tokens), self.prefill_rows):
+            self.forward(tokens[chunk : chunk + self.prefill_rows], chunk, prefill=True)
 
     def verify(self, request: VerifyRequest) -> Decision:
         """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 20 bytes."""

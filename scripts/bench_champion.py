@@ -45,7 +45,7 @@ def main() -> None:
     load_s = time.perf_counter() - started
     summary = sweep_summary(verify_sweep(champion, args.repeats))
     profiles = {rows: profile_by_kind(champion, rows, args.repeats) for rows in (1, 5)}
-    weights = sum(sum(p["bytes"] for p in t["parts"]) for t in manifest["champion"]["tensors"].values())
+    weights = champion.weight_bytes
     print(f"adapter: {gpu.adapter_name}; load {load_s:.1f} s; context {args.context}; {args.repeats} interleaved repeats")
     print(f"matmul kernels: {champion.kernel_family}; load-time calibration (ms): {json.dumps(champion.kernel_timings)}")
     print("| T | median verify (s) | ratio to T=1 | per row |")

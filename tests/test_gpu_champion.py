@@ -117,6 +117,37 @@ def test_each_rows_logits_are_bitwise_identical_for_every_t(synth_each):
             assert np.array_equal(np.float32(batch[t]), np.float32(single[t])), f"row {t} differs at T={rows}"
 
 
+def kv_rows(champion, rows: int) -> list[bytes]:
+    """Every layer's K and V cache rows 0..rows-1, as bytes (cache layout [KVH, CTX, HD])."""
+    c = champion.config
+    out = []
+    for cache in champion.k_cache + champion.v_cache:
+        for head in range(c.n_kv_heads):
+            start = (head * champion.context_limit) * c.head_dim * 4
+            out.append(champion.gpu.read_buffer(cache, start, rows * c.head_dim * 4))
+    return out
+
+
+def test_chunked_prefill_writes_the_kv_rows_of_one_row_calls(synth_each):
+    champion, _ = synth_each
+    rng = random.Random(5)
+    tokens = [rng.randrange(champion.vocab_size) for _ in range(2 * champion.prefill_rows + 6)]  # 2 full chunks + 6
+    assert champion.prefill_rows > champion.t_max
+    champion.forget()
+    for position, token in enumerate(tokens):
+        champion.forward([token], position)
+    one_by_one = kv_rows(champion, len(tokens))
+    champion.forward([3], len(tokens))
+    logits_after = champion.read_logits(1)
+    champion.forget()
+    champion.prefill([9] * len(tokens))  # scribble first
+    champion.forget()
+    champion.prefill(tokens)
+    assert kv_rows(champion, len(tokens)) == one_by_one, "chunked prefill wrote different KV rows"
+    champion.forward([3], len(tokens))
+    assert np.array_equal(np.float32(champion.read_logits(1)), np.float32(logits_after))
+
+
 def test_kv_rollback_after_a_rejection_equals_a_fresh_run(synth_each):
     champion, _ = synth_each
     committed = [1, 40, 41, 42]

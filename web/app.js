@@ -87,7 +87,13 @@ worker.onmessage = ({ data }) => {
   } else if (data.type === "ready") {
     info = data.info;
     $("loading").hidden = true;
-    $("backend").textContent = `${info.backend}: ${info.adapter}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
+    const kernels = info.kernels ? ` · kernels: ${info.kernels.family}` : "";
+    $("backend").textContent = `${info.backend}: ${info.adapter}${kernels}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
+    if (info.kernels) {
+      $("backend").title = `where the champion runs; matmul kernels ${info.kernels.family} (${info.kernels.chosen}` +
+        `${Object.keys(info.kernels.timings_ms).length ? ": " + kernelTimingText(info.kernels.timings_ms) : ""})`;
+      if (info.kernels.chosen === "timed at load") rememberKernels(info.kernels.key, info.kernels.family);
+    }
     setBusy(false);
   } else if (data.type === "fatal") {
     $("loading").hidden = true;
@@ -104,6 +110,18 @@ worker.onmessage = ({ data }) => {
     pending.delete(data.id);
   }
 };
+
+// ---- the matmul kernel family chosen per adapter and model (timed once, then remembered) ----------------
+const KERNELS_KEY = "spec-chat.kernels";
+function rememberedKernels() {
+  try { return JSON.parse(localStorage.getItem(KERNELS_KEY) || "{}"); } catch { return {}; }
+}
+function rememberKernels(key, family) {
+  localStorage.setItem(KERNELS_KEY, JSON.stringify({ ...rememberedKernels(), [key]: family }));
+}
+function kernelTimingText(timings) {
+  return Object.entries(timings).map(([family, t]) => `${family} ${t.t1_ms.toFixed(0)} ms (1 row), ${t.t5_ms.toFixed(0)} ms (5 rows)`).join("; ");
+}
 
 // ---- automation hooks (build_tools bench drives these through Playwright) -------------------------------
 function workerCall(type, payload) {
@@ -303,5 +321,8 @@ $("input").addEventListener("keydown", (event) => {
 });
 setBusy(false);
 const params = new URLSearchParams(location.search);
-worker.postMessage({ type: "load", kMax: 8, context: Number(params.get("context")) || 2048 });
+worker.postMessage({
+  type: "load", kMax: 8, context: Number(params.get("context")) || 2048,
+  kernels: params.get("kernels"), kernelChoices: rememberedKernels(),
+});
 if ("serviceWorker" in navigator && !params.has("nosw")) navigator.serviceWorker.register("sw.js").catch(() => {});

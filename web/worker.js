@@ -97,7 +97,9 @@ async function loadRuntime(site) {
   return ort;
 }
 
-async function load({ kMax, context }) {
+// kernels: "auto" | "columns" | "split" (a URL override), or null to use kernelChoices, the page's remembered
+// {"<adapter>|<champion weights hash>": family} from earlier loads, else time the families now ("auto").
+async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
   const started = performance.now();
   const seconds = (since) => (performance.now() - since) / 1000;
   const timing = {};  // seconds per phase, reported in the ready message
@@ -151,9 +153,13 @@ async function load({ kMax, context }) {
   const browser = pyodide.pyimport("pyodide_app.browser");
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
+  const kernelKey = gpu ? `${gpu.adapterName}|${manifest.identity.champion_weights}` : null;
+  const kernelChoice = kernels || (gpu && kernelChoices[kernelKey]) || "auto";
   try {
-    // The WebGPU champion uploads and warms up through run_sync (JSPI); the CPU one does no work here.
-    engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, null, upload)
+    // The WebGPU champion uploads, warms up and (kernels "auto") times its kernel families through run_sync
+    // (JSPI); the CPU one does no work here.
+    engine = gpu ? await browser.create_engine.callPromising(manifestText, files, shaders, gpu, draft, kMax, limit, null, upload,
+      "fallback", kernelChoice)
       : browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, cpu.runner, null, cpu.entry);
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
@@ -170,6 +176,7 @@ async function load({ kMax, context }) {
     });
   }
   runChat = browser.run_chat;
+  const kernelReport = JSON.parse(browser.kernel_report(engine));  // null on the CPU path
   timing.engine_s = seconds(engineStarted);  // GPU upload + pipeline compilation + warm-up (or CPU champion set-up)
   timing.total_s = seconds(started);
   progress("gpu", 1, 1, "ready");
@@ -179,6 +186,7 @@ async function load({ kMax, context }) {
       adapter: gpu ? gpu.adapterName : `WebGPU unusable (${fallbackReason}): champion on onnxruntime-web wasm` +
         `${cpu.entry === "fallback" ? " (compact" + (cpu.notice ? `: ${cpu.notice}` : "") + ")" : " (float32)"}, acceptance on the CPU`,
       backend: gpu ? "WebGPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
+      kernels: kernelReport && { ...kernelReport, key: kernelKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
       load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
