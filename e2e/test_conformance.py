@@ -64,7 +64,7 @@ def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
 def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance, site_url, synth_package, artifacts, engine):
     cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES]
     kernels = PAGE_KERNELS.get(engine, "columns")
-    with open_app(playwright_instance, engine, site_url + f"?nosw&kernels={kernels}") as app:
+    with open_app(playwright_instance, engine, site_url + f"?nosw&backend=webgpu&kernels={kernels}") as app:
         backend_text = app.wait_ready()
         cpu = engine in CPU_ENGINES
         assert cpu or f"kernels: {kernels}" in backend_text, backend_text
@@ -87,7 +87,7 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
 def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_instance, real_site_url, real_package, artifacts, engine):
     cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0), ("hybrid", 4, 0.0)]
     kernels = PAGE_KERNELS[engine]
-    with open_app(playwright_instance, engine, real_site_url + f"?nosw&kernels={kernels}") as app:
+    with open_app(playwright_instance, engine, real_site_url + f"?nosw&backend=webgpu&kernels={kernels}") as app:
         backend_text = app.wait_ready()
         assert "WebGPU" in backend_text and f"kernels: {kernels}" in backend_text, backend_text
         rows = []

@@ -44,6 +44,33 @@ def test_settings_panel_and_compare(playwright_instance, site_url, synth_package
     assert foreign == []
 
 
+def test_the_faster_champion_is_measured_once_and_can_be_switched(playwright_instance, site_url, synth_package, artifacts):
+    """Chromium has both paths (WebGPU on SwiftShader, the float32 CPU champion). cpu_floor_ms=0 makes the
+    first load time both even on the small synthetic model; the choice is remembered, shown with its reason,
+    and Settings can override it (a reload onto the other backend). Every backend answers the native tokens."""
+    expected = native_tokens(synth_package, prompt=PROMPT, proposer="prompt_lookup", k=4, temperature=0, seed=0, max_tokens=16)
+    with open_app(playwright_instance, "chromium", site_url + "?nosw&cpu_floor_ms=0", SETTINGS) as app:
+        badge = app.wait_ready()
+        why = app.text("#backend-why")
+        assert "measured at this first load" in why and " ms per token" in why, why
+        measured = "CPU" if badge.startswith("CPU") else "WebGPU"
+        assert badge.startswith(measured) and f"runs on {'WebGPU' if measured == 'WebGPU' else 'the CPU'}" in why, (badge, why)
+        assert app.ask(PROMPT).tokens == expected
+        app.reload()
+        assert app.wait_ready().startswith(measured)
+        assert "measured at an earlier load" in app.text("#backend-why"), app.text("#backend-why")
+        for choice, shown in (("cpu", "CPU"), ("webgpu", "WebGPU")):
+            app.click("#open-settings")
+            with app.page.expect_navigation():
+                app.select("#backend-choice", choice)
+            badge = app.wait_ready()
+            assert badge.startswith(shown), badge
+            assert "chosen in Settings" in app.text("#backend-why")
+            assert app.ask(PROMPT).tokens == expected, f"{choice}: tokens differ from the native engine"
+        app.click("#open-settings")
+        app.screenshot(str(artifacts / "page-backend-choice.png"))
+
+
 def test_offline_after_the_first_visit_and_no_foreign_requests(playwright_instance, site_url, artifacts):
     foreign: list[str] = []
     with open_app(playwright_instance, "chromium", site_url, SETTINGS, foreign) as app:

@@ -77,3 +77,20 @@ def profile_by_kind(champion, rows: int, repeats: int = 3, position: int = 64) -
         profile[kind] = {"ms": best * 1000, "dispatches": len(steps)}
     champion.forget()
     return profile
+
+
+def decode_step_ms(champion, repeats: int = 3, context_length: int = 32) -> float:
+    """Best-of-`repeats` milliseconds of one greedy champion-alone step (a 1-row verify call) after a
+    context of `context_length` tokens: what a token costs on this champion. The KV cache is forgotten."""
+    context = tuple(100 + i for i in range(context_length))
+    finish(champion.prefill(context[:-1]))
+    settings = SamplingSettings(temperature=0)
+    best = float("inf")
+    for repeat in range(repeats + 1):  # the first call warms up
+        request = VerifyRequest(context, len(context) - 1, (), (), repeat, settings, SeededDraws(repeat))
+        began = time.perf_counter()
+        finish(champion.verify(request))
+        if repeat:
+            best = min(best, time.perf_counter() - began)
+    champion.forget()
+    return best * 1000

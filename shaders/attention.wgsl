@@ -16,6 +16,8 @@ const HD4: u32 = HD / 4u;
 var<workgroup> maxima: array<f32, 64>;
 var<workgroup> sums: array<f32, 64>;
 var<workgroup> partial: array<vec4<f32>, 64 * HD4>;
+var<workgroup> merged_max: f32;
+var<workgroup> merged_sum: f32;
 
 @compute @workgroup_size(64)
 fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l: u32) {
@@ -42,19 +44,28 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
         for (var d = 0u; d < HD4; d++) { acc[d] = acc[d] * correction + p * v_cache[row + d]; }
         m = m_new;
     }
+    // The merge: one invocation computes each shared scalar (the others would only repeat it).
     maxima[l] = m;
     workgroupBarrier();
-    var top = NEG_BIG;
-    for (var i = 0u; i < 64u; i++) { top = max(top, maxima[i]); }
-    let weight = exp(m - top);
+    if (l == 0u) {
+        var top = NEG_BIG;
+        for (var i = 0u; i < 64u; i++) { top = max(top, maxima[i]); }
+        merged_max = top;
+    }
+    workgroupBarrier();
+    let weight = exp(m - merged_max);
     sums[l] = s * weight;
     for (var d = 0u; d < HD4; d++) { partial[l * HD4 + d] = acc[d] * weight; }
     workgroupBarrier();
-    var total = 0.0;
-    for (var i = 0u; i < 64u; i++) { total += sums[i]; }
+    if (l == 0u) {
+        var total = 0.0;
+        for (var i = 0u; i < 64u; i++) { total += sums[i]; }
+        merged_sum = total;
+    }
+    workgroupBarrier();
     for (var d = l; d < HD4; d += 64u) {
         var value = vec4<f32>(0.0);
         for (var i = 0u; i < 64u; i++) { value += partial[i * HD4 + d]; }
-        out[(t * H + head) * HD4 + d] = value / total;
+        out[(t * H + head) * HD4 + d] = value / merged_sum;
     }
 }

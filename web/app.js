@@ -89,6 +89,7 @@ worker.onmessage = ({ data }) => {
     $("loading").hidden = true;
     const kernels = info.kernels ? ` · kernels: ${info.kernels.family}` : "";
     $("backend").textContent = `${info.backend}: ${info.adapter}${kernels}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
+    showBackendChoice(info);
     if (info.kernels) {
       $("backend").title = `where the champion runs; matmul kernels ${info.kernels.family} (${info.kernels.chosen}` +
         `${Object.keys(info.kernels.timings_ms).length ? ": " + kernelTimingText(info.kernels.timings_ms) : ""})`;
@@ -111,13 +112,23 @@ worker.onmessage = ({ data }) => {
   }
 };
 
-// ---- the matmul kernel family chosen per adapter and model (timed once, then remembered) ----------------
-const KERNELS_KEY = "spec-chat.kernels";
-function rememberedKernels() {
-  try { return JSON.parse(localStorage.getItem(KERNELS_KEY) || "{}"); } catch { return {}; }
+// ---- per device and model: the matmul kernel family and the champion backend (timed once, remembered) ----
+const KERNELS_KEY = "spec-chat.kernels";  // {"<adapter>|<champion weights hash>": "columns" | "split"}
+const BACKEND_CHOICES_KEY = "spec-chat.backend-measured";  // {"<adapter>|<champion weights hash>": "webgpu" | "cpu"}
+const BACKEND_KEY = "spec-chat.backend";  // the Settings choice: "auto" | "webgpu" | "cpu"
+function remembered(storageKey) {
+  try { return JSON.parse(localStorage.getItem(storageKey) || "{}"); } catch { return {}; }
 }
-function rememberKernels(key, family) {
-  localStorage.setItem(KERNELS_KEY, JSON.stringify({ ...rememberedKernels(), [key]: family }));
+function remember(storageKey, key, value) {
+  localStorage.setItem(storageKey, JSON.stringify({ ...remembered(storageKey), [key]: value }));
+}
+const rememberedKernels = () => remembered(KERNELS_KEY);
+const rememberKernels = (key, family) => remember(KERNELS_KEY, key, family);
+function showBackendChoice(info) {
+  const choice = info.choice;
+  if (choice.measured && choice.key) remember(BACKEND_CHOICES_KEY, choice.key, choice.runs);
+  const where = choice.runs === "webgpu" ? "WebGPU" : "the CPU (WebAssembly)";
+  $("backend-why").textContent = `The champion runs on ${where}${choice.why ? `: ${choice.why}` : ""}.`;
 }
 function kernelTimingText(timings) {
   return Object.entries(timings).map(([family, t]) => `${family} ${t.t1_ms.toFixed(0)} ms (1 row), ${t.t5_ms.toFixed(0)} ms (5 rows)`).join("; ");
@@ -324,5 +335,15 @@ const params = new URLSearchParams(location.search);
 worker.postMessage({
   type: "load", kMax: 8, context: Number(params.get("context")) || 2048,
   kernels: params.get("kernels"), kernelChoices: rememberedKernels(),
+  backend: params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto", backendChoices: remembered(BACKEND_CHOICES_KEY),
+  cpuFloorMs: params.has("cpu_floor_ms") ? Number(params.get("cpu_floor_ms")) : null,
+});
+$("backend-choice").value = params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto";
+$("backend-choice").addEventListener("change", () => {
+  localStorage.setItem(BACKEND_KEY, $("backend-choice").value);
+  $("backend-why").textContent = "Reloading the model on the chosen backend…";
+  const url = new URL(location.href);
+  url.searchParams.delete("backend");
+  location.assign(url);
 });
 if ("serviceWorker" in navigator && !params.has("nosw")) navigator.serviceWorker.register("sw.js").catch(() => {});

@@ -64,6 +64,11 @@ export class DraftRunner {
     return { token: Number(out.token.data[0]), probs: out.probs.data, rows: out.all_logits?.data ?? null };
   }
 
+  // Frees the session's memory now (a CPU champion timed and not chosen).
+  async release() {
+    await this.session.release();
+  }
+
   // The no-WebGPU champion (champion.onnx): logits of every fed row, [T * V] floats.
   async run(tokens) {
     return (await this.step(tokens, 0, 1)).rows;

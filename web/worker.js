@@ -22,6 +22,9 @@ let manifest = null;
 let site = null;
 let cacheHits = 0;    // model files served from the Cache API during load (a warm load)
 const peers = {};     // benchmark peers: backend -> {runner, session_s}
+// Where a WebGPU step is faster than this, the CPU champion is not even timed: no wasm champion step has
+// been measured below ~27 ms (FACTS.md), and building it costs ~0.5 GB and seconds.
+const CPU_PATH_FLOOR_MS = 25;
 
 const post = (message) => self.postMessage(message);
 const progress = (phase, done, total, label = "") => post({ type: "progress", phase, done, total, label });
@@ -99,7 +102,10 @@ async function loadRuntime(site) {
 
 // kernels: "auto" | "columns" | "split" (a URL override), or null to use kernelChoices, the page's remembered
 // {"<adapter>|<champion weights hash>": family} from earlier loads, else time the families now ("auto").
-async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
+// backend: "auto" (the faster champion on this device: timed at the first load, then remembered in
+// backendChoices {"<adapter>|<champion weights hash>": "webgpu" | "cpu"}), "webgpu" or "cpu" (Settings).
+// cpuFloorMs: the CPU_PATH_FLOOR_MS override (?cpu_floor_ms=, tests: 0 times the CPU champion on any device).
+async function load({ kMax, context, kernels = null, kernelChoices = {}, backend = "auto", backendChoices = {}, cpuFloorMs = null }) {
   const started = performance.now();
   const seconds = (since) => (performance.now() - since) / 1000;
   const timing = {};  // seconds per phase, reported in the ready message
@@ -127,6 +133,18 @@ async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
     }
   }
   if (!gpu && !manifest.fallback && !manifest.cpu_champion) throw new Error(`WebGPU is unavailable (${fallbackReason}) and this package has no CPU champion`);
+  const deviceKey = gpu ? `${gpu.adapterName}|${manifest.identity.champion_weights}` : null;
+  const hasCpuChampion = Boolean(manifest.fallback || manifest.cpu_champion);
+  const remembered = gpu && backend === "auto" ? backendChoices[deviceKey] : null;
+  const choice = { asked: backend, measured: null, why: null };  // reported in the ready message
+  if (gpu && hasCpuChampion && (backend === "cpu" || remembered === "cpu")) {
+    choice.why = backend === "cpu" ? "chosen in Settings" : "faster than WebGPU on this device (measured at an earlier load)";
+    fallbackReason = choice.why;
+    gpu.device.destroy();
+    gpu = null;
+  } else if (gpu && remembered === "webgpu") {
+    choice.why = "faster than the CPU champion on this device (measured at an earlier load)";
+  }
   // The WebGPU path and the float32 CPU champion both build on the champion shards; only the compact CPU
   // champion (champion.onnx) needs its own file, fetched when it is the one that runs.
   const names = Object.keys(manifest.files).filter((name) => name !== manifest.fallback?.onnx &&
@@ -153,8 +171,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
   const browser = pyodide.pyimport("pyodide_app.browser");
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
-  const kernelKey = gpu ? `${gpu.adapterName}|${manifest.identity.champion_weights}` : null;
-  const kernelChoice = kernels || (gpu && kernelChoices[kernelKey]) || "auto";
+  const kernelChoice = kernels || (gpu && kernelChoices[deviceKey]) || "auto";
   try {
     // The WebGPU champion uploads, warms up and (kernels "auto") times its kernel families through run_sync
     // (JSPI); the CPU one does no work here.
@@ -170,6 +187,20 @@ async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
     cpu = await cpuChampion(ort, files);
     engine = browser.create_engine(manifestText, files, shaders, null, draft, kMax, limit, cpu.runner, null, cpu.entry);
   }
+  if (gpu && backend === "auto" && !remembered && manifest.cpu_champion) {
+    const faster = await fasterChampion(ort, files, shaders, draft, kMax, limit, cpuFloorMs ?? CPU_PATH_FLOOR_MS);
+    choice.measured = faster.measured;
+    choice.why = faster.why;
+    if (faster.cpu) {
+      engine = faster.engine;
+      cpu = faster.cpu;
+      fallbackReason = faster.why;
+      gpu.device.destroy();
+      gpu = null;
+    }
+  } else if (gpu && backend === "webgpu") {
+    choice.why = "chosen in Settings";
+  }
   if (gpu) {
     gpu.device.lost.then((info) => {
       if (info.reason !== "destroyed") post({ type: "fatal", message: `The GPU device was lost (${info.message || info.reason}). Reload the page to start again; the conversation shown stays on screen.` });
@@ -183,15 +214,51 @@ async function load({ kMax, context, kernels = null, kernelChoices = {} }) {
   post({
     type: "ready",
     info: {
-      adapter: gpu ? gpu.adapterName : `WebGPU unusable (${fallbackReason}): champion on onnxruntime-web wasm` +
+      adapter: gpu ? gpu.adapterName : `${choice.why && deviceKey ? `chosen: ${choice.why}` : `WebGPU unusable (${fallbackReason})`}: champion on onnxruntime-web wasm` +
         `${cpu.entry === "fallback" ? " (compact" + (cpu.notice ? `: ${cpu.notice}` : "") + ")" : " (float32)"}, acceptance on the CPU`,
-      backend: gpu ? "WebGPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
-      kernels: kernelReport && { ...kernelReport, key: kernelKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
+      backend: gpu ? "WebGPU" : deviceKey ? "CPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
+      kernels: kernelReport && { ...kernelReport, key: deviceKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
+      choice: { ...choice, key: deviceKey, runs: gpu ? "webgpu" : "cpu" },
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
       load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
     },
   });
+}
+
+// At a first load on a device with both paths: one greedy step of the loaded WebGPU champion against one of
+// the CPU champion (float32 graph). Returns {cpu, engine} when the CPU one is faster (it replaces the WebGPU
+// engine), else {} after releasing the CPU trial; both with the measurement and the reason in words.
+async function fasterChampion(ort, files, shaders, draft, kMax, limit, cpuFloorMs) {
+  const bench = pyodide.pyimport("pyodide_app.kernel_bench");
+  const webgpuMs = await bench.decode_step_ms.callPromising(engine.champion, 2);
+  const measured = { webgpu_ms: webgpuMs, cpu_ms: null };
+  if (webgpuMs <= cpuFloorMs) return { measured, why: `WebGPU step ${webgpuMs.toFixed(0)} ms: faster than any CPU champion` };
+  progress("gpu", 0, 1, "timing the CPU champion against WebGPU");
+  const trial = await cpuChampion(ort, files);
+  measured.cpu_ms = await cpuStepMs(trial.runner, 2);
+  const words = `WebGPU ${webgpuMs.toFixed(0)} ms vs CPU ${measured.cpu_ms.toFixed(0)} ms per token, measured at this first load`;
+  if (measured.cpu_ms >= webgpuMs) {
+    await trial.runner.release();
+    return { measured, why: `faster than the CPU champion (${words})` };
+  }
+  const browser = pyodide.pyimport("pyodide_app.browser");
+  const cpuEngine = browser.create_engine(JSON.stringify(manifest), files, shaders, null, draft, kMax, limit, trial.runner, null, trial.entry);
+  return { measured, why: `the CPU champion is faster on this device (${words})`, cpu: trial, engine: cpuEngine };
+}
+
+// Best-of-`repeats` milliseconds of one CPU champion decode step after a 32-token prompt.
+async function cpuStepMs(runner, repeats) {
+  runner.reset();
+  let token = (await runner.step(Array.from({ length: 32 }, (_, i) => 100 + i), 0, 1)).token;
+  let best = Infinity;
+  for (let i = 0; i <= repeats; i++) {  // the first step warms up
+    const began = performance.now();
+    token = (await runner.step([token], 0, 1)).token;
+    if (i) best = Math.min(best, performance.now() - began);
+  }
+  runner.reset();
+  return best;
 }
 
 // The CPU champion: the float32 graph with its weights dequantised from the champion shards (fast, ~4 bytes
