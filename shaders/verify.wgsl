@@ -47,6 +47,7 @@ var<workgroup> red_u: array<u32, 256>;
 var<workgroup> shared_f: f32;
 var<workgroup> shared_u: u32;
 var<workgroup> flag: u32;
+var<private> greedy_token: u32;  // greedy rows: the processed row's argmax (the same in every lane)
 
 fn chunk_start(lane: u32) -> u32 { return min(lane * CHUNK, V); }
 fn chunk_end(lane: u32) -> u32 { return min(lane * CHUNK + CHUNK, V); }
@@ -139,7 +140,7 @@ fn penalized(row: u32, i: u32) -> f32 {
 }
 
 // work[0..V) <- the processed distribution of `row`; returns status (0 ok, 1 numeric).
-// Greedy rows become a point mass on the argmax (lowest index wins).
+// Greedy rows are a point mass on the argmax (lowest index wins): only greedy_token is set, work is not.
 fn process_row(lane: u32, row: u32) -> u32 {
     let start = chunk_start(lane);
     let end = chunk_end(lane);
@@ -161,8 +162,7 @@ fn process_row(lane: u32, row: u32) -> u32 {
     let top = reduce_max(lane, best);
     let winner = V - reduce_max_index(lane, select(0u, V - best_index, best == top));
     if (cfg.greedy == 1u) {
-        for (var i = start; i < end; i++) { work[i] = select(0.0, 1.0, i == winner); }
-        workgroupBarrier();
+        greedy_token = winner;
         return 0u;
     }
     if (cfg.top_k > 0u && cfg.top_k < V) { apply_top_k(lane); }
@@ -365,7 +365,7 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
             var accept = 0u;
             var status = 0u;
             if (cfg.greedy == 1u) {
-                accept = select(0u, 1u, work[y] == 1.0);
+                accept = select(0u, 1u, y == greedy_token);
             } else {
                 let q_y = draft_prob(row, y);
                 if (!(q_y > 0.0)) { status = 3u; }
@@ -382,8 +382,7 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
         if ((decision & 1u) == 1u) { continue; }
         // First rejection: greedy -> the row's argmax; stochastic -> sample the residual.
         if (cfg.greedy == 1u) {
-            let terminal = sample(lane, 0u, 1.0);
-            finish(lane, row, terminal, 2u, 0u, row + 1u);
+            finish(lane, row, greedy_token, 2u, 0u, row + 1u);
             return;
         }
         let mass = residual(lane, row);
@@ -397,7 +396,10 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
     }
     // All k accepted (or k = 0): bonus / plain sample from row k.
     let domain = select(DOMAIN_BONUS, DOMAIN_BASELINE, k == 0u);
-    let u = select(uniform24(seed, domain, cfg.round, k), 1.0, cfg.greedy == 1u);
-    let terminal = sample(lane, 0u, u);
+    if (cfg.greedy == 1u) {
+        finish(lane, k, greedy_token, select(1u, 0u, k == 0u), 0u, k + 1u);
+        return;
+    }
+    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));
     finish(lane, k, terminal, select(1u, 0u, k == 0u), 0u, k + 1u);
 }
