@@ -22,8 +22,9 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--model", type=Path, required=True, help="package folder (python -m build_tools package)")
     generate.add_argument("--prompt", required=True)
     generate.add_argument("--system", help="system message (default: the chat template's own)")
-    generate.add_argument("--mode", choices=("none", "prompt_lookup", "neural", "hybrid"), default="prompt_lookup")
-    generate.add_argument("--k", type=int, default=4)
+    generate.add_argument("--mode", choices=("auto", "none", "prompt_lookup", "neural", "hybrid"), default="auto",
+                          help="draft source; auto chooses the source and k each round from measured costs")
+    generate.add_argument("--k", type=int, help="draft tokens per round (auto: at most; default 4, auto k-max)")
     generate.add_argument("--k-max", type=int, default=8, help="rows the GPU buffers are sized for, minus one")
     generate.add_argument("--adaptive", action="store_true")
     generate.add_argument("--temperature", type=float, default=0.0)
@@ -39,13 +40,20 @@ def parser() -> argparse.ArgumentParser:
     return main
 
 
+def draft_length(args) -> int:
+    """--k, else auto's cap k_max, else 4."""
+    if args.k is not None:
+        return args.k
+    return args.k_max if args.mode == "auto" else 4
+
+
 def request_for(args, seed: int | None) -> dict:
     messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
     return {
         "messages": messages, "max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p,
         "top_k": args.top_k, "repetition_penalty": args.repetition_penalty, "stop": args.stop,
         **({} if seed is None else {"seed": seed}),
-        "speculative": {"proposer": args.mode, "k": 0 if args.mode == "none" else args.k, "adaptive": args.adaptive},
+        "speculative": {"proposer": args.mode, "k": 0 if args.mode == "none" else draft_length(args), "adaptive": args.adaptive},
     }
 
 
@@ -73,7 +81,13 @@ def generate(args) -> None:
     else:
         total = summarize(stats)
         print(f"[{total['proposer']}: {total['tokens']} tokens, {total['tokens_per_champion_call']:.2f} tokens/call, "
-              f"{total['tokens_per_second']:.2f} tokens/s]", file=sys.stderr)
+              f"{total['tokens_per_second']:.2f} tokens/s{auto_choices(stats)}]", file=sys.stderr)
+
+
+def auto_choices(stats: list[dict]) -> str:
+    """", auto: lookup k=3 on 12 rounds, none on 4" for the last auto answer, else ""."""
+    auto = stats[-1].get("auto")
+    return f", auto: {auto['chose']}" if auto else ""
 
 
 def summarize(stats: list[dict]) -> dict:

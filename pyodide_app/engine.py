@@ -2,7 +2,7 @@
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
                  "repetition_penalty": 1.0, "stop": [...], "seed": None (a fresh random seed),
-                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid", "k": 4, "adaptive": False}})
+                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid" | "auto", "k": 4, "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
        never shows a possible start of a stop string early)
     -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
@@ -21,15 +21,17 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from .chat_template import ChatTemplate, TemplateError
+from .costs import CostModel, measure_costs
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats
 from .processors import SamplingSettings
 from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
+from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy
 from .proposers.neural import DraftRuntime
 from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
 
-PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid")
+PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid", "auto")
 REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
 RECEIPT_VERSION = 1
 SEED_BITS = 53  # random default seeds stay exact as JavaScript numbers (explicit seeds may use all 64 bits)
@@ -70,7 +72,7 @@ class ChatRequest:
         proposer = spec.get("proposer", "none")
         if proposer not in PROPOSERS:
             raise InvalidSettings(f"proposer must be one of {PROPOSERS}, got {proposer!r}")
-        k = spec.get("k", 4 if proposer != "none" else 0)
+        k = spec.get("k", {"none": 0, "auto": k_max}.get(proposer, 4))  # auto: k caps its draft length
         if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= k_max:
             raise InvalidSettings(f"k must be an integer in [0, {k_max}], got {k!r}")
         stop = data.get("stop") or ()
@@ -92,6 +94,8 @@ class ChatRequest:
         adaptive = spec.get("adaptive", False)
         if not isinstance(adaptive, bool):
             raise InvalidSettings("adaptive must be true or false")
+        if adaptive and proposer == "auto":
+            raise InvalidSettings("adaptive k does not combine with the auto proposer, which chooses k itself")
         return cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, 0 if proposer == "none" else k, adaptive)
 
 
@@ -153,6 +157,7 @@ class Engine:
         self.draft_runtime = draft_runtime
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
+        self.costs: CostModel | None = None  # measured at the first `auto` request (costs.py), then fixed
 
     def memory_report(self) -> dict:
         """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
@@ -188,12 +193,27 @@ class Engine:
     def _proposer(self, request: ChatRequest):
         if request.proposer == "prompt_lookup":
             return PromptLookup()
+        if request.proposer == "auto":
+            neural = None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, request.sampling.temperature)
+            return AutoProposer(CostPolicy(self.costs, self.neural_prior()), neural)  # costs set before the first round
         if request.proposer in ("neural", "hybrid"):
             if self.draft_runtime is None:
                 raise InvalidSettings(f"this package has no draft model: the {request.proposer} proposer is unavailable")
             neural = NeuralProposer(self.draft_runtime, request.sampling.temperature)
             return neural if request.proposer == "neural" else HybridProposer(neural)
         return NoProposer()
+
+    def neural_prior(self) -> float:
+        """The draft's measured greedy agreement with the champion (its package), else a default."""
+        value = (self.manifest.get("draft") or {}).get("agreement")
+        return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else NEURAL_PRIOR
+
+    def _costs_then(self, proposer: AutoProposer, events) -> Iterator[Any]:
+        """Measure the device's costs once (the first auto request), then stream the request's events."""
+        if self.costs is None:
+            self.costs = yield from measure_costs(self.champion, self.draft_runtime)
+        proposer.policy.costs = self.costs
+        yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
         """Validate (raising InvalidSettings before any work), then stream events (dicts). Asynchronous
@@ -207,11 +227,14 @@ class Engine:
             max_new_tokens=request.max_tokens, k=request.k, k_max=self.k_max, settings=request.sampling,
             eos_ids=self.eos_ids, stop_strings=request.stop, seed=request.seed, adaptive=request.adaptive,
         )
-        orchestrator = Orchestrator(self.champion, self._proposer(request), config, self.tokenizer.token_bytes)
+        proposer = self._proposer(request)
+        orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
         events = orchestrator.generate(prompt, cancel)
-        return self._stream(request, prompt, events)
+        if isinstance(proposer, AutoProposer):
+            events = self._costs_then(proposer, events)
+        return self._stream(request, prompt, events, proposer)
 
-    def _stream(self, request: ChatRequest, prompt: list[int], events) -> Iterator[dict | Wait]:
+    def _stream(self, request: ChatRequest, prompt: list[int], events, proposer) -> Iterator[dict | Wait]:
         text = TextStream(self.tokenizer, request.stop)
         tokens: list[int] = []
         for event in events:
@@ -225,9 +248,9 @@ class Engine:
                 tail = text.finish()
                 if tail:
                     yield {"type": "delta", "tokens": [], "text": tail}
-                yield self._done(request, prompt, tokens, text.text, event)
+                yield self._done(request, prompt, tokens, text.text, event, proposer)
 
-    def _done(self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished) -> dict:
+    def _done(self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished, proposer) -> dict:
         stats = end.stats
         error = None
         if end.reason == "error":
@@ -240,10 +263,16 @@ class Engine:
             "tokens": tokens,
             "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt) + len(tokens)},
             "seed": request.seed,
-            "speculative": speculative_stats(stats, request),
+            "speculative": {**speculative_stats(stats, request), **self._auto_stats(proposer)},
             "receipt": self.receipt(request, prompt, tokens, end),
             "error": error,
         }
+
+    def _auto_stats(self, proposer) -> dict:
+        if not isinstance(proposer, AutoProposer):
+            return {}
+        return {"auto": {"policy_version": AUTO_POLICY_VERSION, "chose": proposer.summary(), "rounds": dict(proposer.rounds),
+                         "draft_failed": proposer.neural_failed, "costs": self.costs.summary() if self.costs else None}}
 
     def receipt(self, request: ChatRequest, prompt: list[int], tokens: list[int], end: Finished) -> dict:
         """Privacy-safe record of one answer: hashes, counts, histograms, timings; no text, no token ids."""
@@ -256,11 +285,12 @@ class Engine:
             "receipt_version": RECEIPT_VERSION,
             "request_nonce": secrets.token_hex(8),
             "champion_weights": identity["champion_weights"],
-            "draft_weights": identity.get("draft_weights") if request.proposer in ("neural", "hybrid") else "none",
+            "draft_weights": identity.get("draft_weights") if request.proposer in ("neural", "hybrid", "auto") else "none",
             "tokenizer": identity["tokenizer"],
             "chat_template": identity["chat_template"],
             "sampling_policy": _digest(policy),
-            "scheduler_policy": _digest({"proposer": request.proposer, "k": request.k, "adaptive": request.adaptive}),
+            "scheduler_policy": _digest({"proposer": request.proposer, "k": request.k, "adaptive": request.adaptive,
+                                         **({"auto_policy": AUTO_POLICY_VERSION} if request.proposer == "auto" else {})}),
             "seed_commitment": _digest({"seed": request.seed}),
             "counts": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "champion_calls": stats.champion_calls,
                        "rounds": stats.rounds, "proposed": stats.proposed, "accepted": stats.accepted},

@@ -291,6 +291,9 @@ class Orchestrator:
                 commit = yield from self.round_steps(start, proposer, stops)
                 self._checkpoint(FaultPoint.BEFORE_PUBLISH)
                 published.publish(commit)
+                observe = getattr(proposer, "observe", None)  # schedulers (proposers/auto.py) learn from it
+                if observe is not None:
+                    observe(commit.proposed, commit.accepted)
             except Cancelled:
                 published.close(FINISH_CANCELLED)
                 break

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from pyodide_app.costs import fixed_costs
 from pyodide_app.errors import InvalidSettings, PromptTooLong
 from pyodide_app.gpu_champion import GPUChampion
 from pyodide_app.orchestrator import CancelToken
@@ -64,18 +65,19 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
         chat(engine, prompt, "none", 0, max_tokens=1, temperature=0)  # prefill once, so every arm reuses it
         alone = chat(engine, prompt, "none", 0, max_tokens=24, temperature=0)
         rows.append((name, "none", 0, alone))
-        for proposer in ("prompt_lookup", "neural", "hybrid"):
-            for k in ((1, 2, 4, 8) if proposer != "hybrid" else (4, 8)):
+        for proposer in ("prompt_lookup", "neural", "hybrid", "auto"):
+            for k in {"hybrid": (4, 8), "auto": (8,)}.get(proposer, (1, 2, 4, 8)):
                 done = chat(engine, prompt, proposer, k, max_tokens=24, temperature=0)
                 assert done["tokens"] == alone["tokens"], f"{name} {proposer} k={k}"
-                assert_speculation_ran(done, expect_proposals=proposer != "prompt_lookup" or name == "rewrite")
+                # auto on lavapipe's measured costs: lookup on the rewrite; on the question it may rightly choose none
+                assert_speculation_ran(done, expect_proposals=proposer in ("neural", "hybrid") or name == "rewrite")
                 rows.append((name, proposer, k, done))
     print("\n[engine] SmolLM2 on lavapipe, 24 greedy tokens (one run, same process, prompt prefilled before every arm):")
     print("| prompt | proposer | k | tokens/call | tokens/s | accepted/proposed |")
     for name, proposer, k, done in rows:
         s = done["speculative"]
         print(f"| {name} | {proposer} | {k} | {s['tokens_per_champion_call']:.2f} | {s['tokens_per_second']:.2f} | "
-              f"{s['accepted']}/{s['proposed']} |")
+              f"{s['accepted']}/{s['proposed']} | {s.get('auto', {}).get('chose', '')} |")
     lookup_rewrite = [d for n, p, k, d in rows if n == "rewrite" and p == "prompt_lookup" and k == 8][0]
     assert lookup_rewrite["speculative"]["tokens_per_champion_call"] > 2.0  # long copied runs were accepted
 
@@ -118,8 +120,17 @@ def sampled_first_tokens(engine, content: str, proposer: str, samples: int, prop
 SAMPLES = 400
 
 
-@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid"])
-def test_first_three_tokens_follow_the_champion_law(synth_engine, proposer):
+@pytest.fixture
+def drafting_pays(synth_engine):
+    """Costs under which auto drafts (flat verify, cheap draft), for tests that need it to speculate."""
+    saved = synth_engine.costs
+    synth_engine.costs = fixed_costs([10.0] * 9, 0.5)
+    yield
+    synth_engine.costs = saved
+
+
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid", "auto"])
+def test_first_three_tokens_follow_the_champion_law(synth_engine, drafting_pays, proposer):
     """End to end through the engine (tokenizer, ONNX draft on onnxruntime, GPU verify): a smoke test of
     the wiring at T > 0. It has little power against a wrong residual (the synthetic draft rarely
     overlaps p); the powered tests per draft-row kind are in test_sampled_exactness.py."""
@@ -179,6 +190,7 @@ def test_wrong_residual_is_detected_by_the_same_test(gpu, synth_package, negativ
     ({"top_p": 1.5}, InvalidSettings),
     ({"max_tokens": 0}, InvalidSettings),
     ({"speculative": {"proposer": "magic"}}, InvalidSettings),
+    ({"speculative": {"proposer": "auto", "adaptive": True}}, InvalidSettings),
     ({"unknown_field": 1}, InvalidSettings),
     ({"messages": [{"role": "user", "content": "word " * 400}]}, PromptTooLong),
 ])
@@ -317,6 +329,32 @@ def test_without_a_seed_each_answer_gets_a_fresh_one_that_reproduces_it(synth_en
     again = chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0, seed=first["seed"])
     assert again["tokens"] == first["tokens"] and again["seed"] == first["seed"]
     assert chat(synth_engine, content, "neural", 2, max_tokens=12, temperature=1.0, seed=2**64 - 1)["seed"] == 2**64 - 1
+
+
+def test_auto_is_reproducible_with_a_seed_and_reports_its_choices(synth_engine, drafting_pays):
+    content = "the the the the the capital of france is paris. the capital of"
+    first = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)
+    second = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)
+    assert first["tokens"] == second["tokens"]
+    auto = first["speculative"]["auto"]
+    assert auto == second["speculative"]["auto"]
+    assert auto["policy_version"] >= 1 and auto["costs"]["verify_ms"] == [10.0] * 9
+    assert sum(auto["rounds"].values()) == first["speculative"]["rounds"] and first["speculative"]["proposed"] > 0
+    assert " on " in auto["chose"] and max(int(label.split("k=")[1]) for label in auto["rounds"] if "k=" in label) <= 4
+
+
+def test_auto_measures_the_device_once(gpu, synth_package):
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(synth_package, context_limit=256, gpu=gpu)
+    assert engine.costs is None
+    done = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
+    costs = engine.costs
+    assert len(costs.verify_ms) == engine.champion.t_max and all(v > 0 for v in costs.verify_ms)
+    assert costs.draft_step_ms > 0 and done["speculative"]["auto"]["costs"] == costs.summary()
+    assert done["tokens"] == chat(engine, "hello world", "none", 0, max_tokens=8, temperature=0)["tokens"]
+    chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
+    assert engine.costs is costs  # measured once, then fixed
 
 
 def test_adaptive_k_is_reproducible(synth_engine):

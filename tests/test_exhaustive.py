@@ -26,9 +26,11 @@ from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import GenerationConfig, Orchestrator
 from pyodide_app.processors import EXACT, SamplingSettings
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
+from pyodide_app.proposers.auto import AutoProposer
 from pyodide_app.table_model import TableModel
 
 from .enumeration import chain_rule_joint, output_distribution
+from .policies import ContextHashPolicy
 
 # exp(logit) values: fourth powers of rationals, so repetition penalty 2 followed by
 # temperature 2 (two square roots) stays rational. Both sides of 1 (logit sign) occur.
@@ -119,6 +121,7 @@ def fixture_ids():
     for vocab, k in SIZES:
         for case in CASES:
             yield pytest.param(vocab, k, case, "draft", id=f"V{vocab}-k{k}-{case.name}-draft")
+            yield pytest.param(vocab, k, case, "auto", id=f"V{vocab}-k{k}-{case.name}-auto")
             if case.name in PROMPT_LOOKUP_CASES:
                 yield pytest.param(vocab, k, case, "prompt_lookup", id=f"V{vocab}-k{k}-{case.name}-prompt_lookup")
                 yield pytest.param(vocab, k, case, "hybrid", id=f"V{vocab}-k{k}-{case.name}-hybrid")
@@ -129,6 +132,8 @@ def make_proposer(kind: str, case: Case, draft: TableModel):
         return PromptLookup(n_max=2, n_min=1)
     if kind == "hybrid":  # lookup on a 2-gram match, else the model draft: the law switches per round
         return HybridProposer(ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=2))
+    if kind == "auto":  # the scheduler: source and k from a hash of the published context, per round
+        return AutoProposer(ContextHashPolicy(), ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=1))
     return ModelDraft(draft, case.draft, ops=EXACT)
 
 

@@ -15,8 +15,12 @@ import pytest
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import Emitted, Finished, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings
+from pyodide_app.costs import fixed_costs
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
+from pyodide_app.proposers.auto import AutoProposer, CostPolicy
 from pyodide_app.table_model import TableModel
+
+from .policies import ContextHashPolicy
 
 # Byte pieces per token: multi-byte characters split across tokens, an empty
 # (special) token, spaces. Token ids beyond the table reuse it cyclically.
@@ -48,6 +52,10 @@ def proposers_for(model: TableModel, settings: SamplingSettings, rng: random.Ran
         "sampled_draft": ModelDraft(other, SamplingSettings(temperature=1.0)),
         "perfect_draft": ModelDraft(model, settings),  # the champion itself: every draft is right
         "hybrid": HybridProposer(ModelDraft(other, SamplingSettings(temperature=1.0)), PromptLookup(n_max=3, n_min=2)),
+        # auto, with arbitrary state-based choices and with the cost policy on costs where drafting pays
+        "auto_hash": AutoProposer(ContextHashPolicy(rng.randrange(1 << 30)), ModelDraft(other, SamplingSettings(temperature=1.0))),
+        "auto_cost": AutoProposer(CostPolicy(fixed_costs([10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14], 0.5)),
+                                  ModelDraft(model, settings)),
     }
 
 

@@ -3,10 +3,10 @@
 import { renderMarkdown } from "./markdown.js";
 import { survivalChart, timeChart } from "./charts.js";
 
-const DEFAULTS = { proposer: "prompt_lookup", k: 4, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
+const DEFAULTS = { proposer: "auto", k: 8, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
   repetition_penalty: 1, seed: null, max_tokens: 256 };  // seed null: a fresh random seed per answer
 const STORAGE_KEY = "spec-chat-settings";
-const PROPOSERS = ["none", "prompt_lookup", "neural", "hybrid"];
+const PROPOSERS = ["none", "prompt_lookup", "neural", "hybrid", "auto"];
 const $ = (id) => document.getElementById(id);
 
 const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
@@ -35,6 +35,7 @@ function readSettings() {
 function validate(s) {
   const kMax = info?.kMax ?? 8;
   if (!Number.isInteger(s.k) || s.k < 1 || s.k > kMax) return `k must be a whole number from 1 to ${kMax}`;
+  if (s.proposer === "auto" && s.adaptive) return "adaptive k does not combine with auto, which chooses k itself";
   if (!(s.temperature >= 0)) return "temperature must be 0 or more";
   if (!(s.top_p > 0 && s.top_p <= 1)) return "top-p must be in (0, 1]";
   if (!Number.isInteger(s.top_k) || s.top_k < 0) return "top-k must be a whole number, 0 or more";
@@ -190,7 +191,8 @@ function statsLine(done, temperature) {
   const rate = s.tokens_per_second ? `${s.tokens_per_second.toFixed(2)} tokens/s` : "";
   const seed = temperature > 0 ? ` · seed ${done.seed}` : "";
   return `${done.usage.completion_tokens} tokens · ${rate} · ${s.tokens_per_champion_call.toFixed(2)} tokens per champion call · ` +
-    `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}` +
+    (s.auto ? `auto (k ≤ ${s.k}): ${s.auto.chose || "nothing to run"}${s.proposed ? `, accepted ${s.accepted}/${s.proposed}` : ""}`
+      : `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}`) +
     `${seed} · ${done.finish_reason}`;
 }
 
@@ -263,7 +265,7 @@ async function compare() {
   setBusy(true);
   const results = [];
   for (const proposer of PROPOSERS) {
-    if ((proposer === "neural" || proposer === "hybrid") && !info.draft) continue;
+    if ((proposer === "neural" || proposer === "hybrid") && !info.draft) continue;  // auto runs without a draft too
     let done = null;
     await runChat(request(s, conversation, { proposer, temperature: 0 }), (event) => { if (event.type === "done") done = event; });
     if (done) results.push(done);
@@ -285,7 +287,8 @@ function showComparison(results) {
     const speedup = base && base.speculative.tokens_per_second ? s.tokens_per_second / base.speculative.tokens_per_second : null;
     const row = table.insertRow();
     row.dataset.proposer = s.proposer;
-    for (const value of [s.proposer + (s.proposer === "none" ? "" : ` (k=${s.k})`), s.tokens_per_second?.toFixed(2), speedup?.toFixed(2) + "×",
+    const name = s.auto ? `auto (${s.auto.chose || "none"})` : s.proposer + (s.proposer === "none" ? "" : ` (k=${s.k})`);
+    for (const value of [name, s.tokens_per_second?.toFixed(2), speedup?.toFixed(2) + "×",
       s.tokens_per_champion_call.toFixed(2), s.proposed ? `${s.accepted}/${s.proposed}` : "—",
       s.time_s.draft.toFixed(2), s.time_s.verify.toFixed(2), s.time_s.sync.toFixed(2), s.time_s.other.toFixed(2)]) {
       row.insertCell().textContent = value ?? "—";
@@ -296,7 +299,7 @@ function showComparison(results) {
   // scores, so greedy outputs must match exactly. The compact CPU champion (champion.onnx, low-memory
   // fallback): its logits move by ~1e-4 with the number of rows, which can swap two candidates tied to
   // within that (docs/ARCHITECTURE.md, "What holds where").
-  const cpu = info?.backend === "CPU fallback" && info?.cpuChampion === "fallback";  // the compact champion.onnx
+  const cpu = info?.backend !== "WebGPU" && info?.cpuChampion === "fallback";  // the compact champion.onnx
   $("compare-identity").textContent = same
     ? `Greedy outputs identical across ${results.length} proposers (${results[0]?.tokens.length ?? 0} tokens).`
     : cpu

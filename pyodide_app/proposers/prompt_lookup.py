@@ -28,13 +28,20 @@ class PromptLookup:
     def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
         if k <= 0:
             return EMPTY_PROPOSAL
+        match = self.match(context, k)
+        if match is None:
+            return EMPTY_PROPOSAL
+        tokens = match[1]
+        return Proposal(tokens, tuple(PointMass(t) for t in tokens))
+
+    def match(self, context: Sequence[int], k: int) -> tuple[int, tuple[int, ...]] | None:
+        """(n, up to k continuation tokens) of the longest matching n-gram, or None."""
         context = list(context)
         for n in range(min(self.n_max, len(context) - 1), self.n_min - 1, -1):
             start = find_latest_earlier(context, context[-n:])
             if start is not None:
-                tokens = tuple(context[start + n : start + n + k])
-                return Proposal(tokens, tuple(PointMass(t) for t in tokens))
-        return EMPTY_PROPOSAL
+                return n, tuple(context[start + n : start + n + k])
+        return None
 
     def reset(self) -> None:
         pass

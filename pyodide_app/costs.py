@@ -1,0 +1,88 @@
+"""What a round costs on this device: the champion's verify time by row count and the neural draft's
+time per token, measured once per engine (the `auto` scheduler's inputs, see proposers/auto.py).
+
+Measured with greedy verify calls (point-mass drafts) after a 64-token context, best of two, at
+T in MEASURED_ROWS; other T are interpolated linearly. The measurement runs as Steps (waits.py), so the
+browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Generator, Sequence
+
+from .acceptance import PointMass
+from .champion import VerifyRequest
+from .processors import SamplingSettings
+from .waits import Wait, settle
+
+MEASURED_ROWS = (1, 2, 3, 5, 9)
+CONTEXT = tuple(100 + i for i in range(64))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
+    draft_step_ms: float | None  # one neural draft step (one token); None without a draft
+
+    def verify(self, rows: int) -> float:
+        return self.verify_ms[min(rows, len(self.verify_ms)) - 1]
+
+    def summary(self) -> dict:
+        return {"verify_ms": [round(v, 3) for v in self.verify_ms],
+                "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3)}
+
+
+def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
+    """Piecewise-linear values for T = 1..t_max through the measured (T, ms) points (flat beyond them)."""
+    known = sorted(points.items())
+    out = []
+    for rows in range(1, t_max + 1):
+        below = max((p for p in known if p[0] <= rows), default=known[0])
+        above = min((p for p in known if p[0] >= rows), default=known[-1])
+        if above[0] == below[0]:
+            out.append(below[1])
+        else:
+            share = (rows - below[0]) / (above[0] - below[0])
+            out.append(below[1] + share * (above[1] - below[1]))
+    return tuple(out)
+
+
+def measure_costs(champion, draft_runtime, repeats: int = 2) -> Generator[Wait, None, CostModel]:
+    t_max = champion.t_max
+    rows_measured = sorted({min(r, t_max) for r in MEASURED_ROWS})
+    yield from settle(champion.prefill(CONTEXT[:-1]))
+    best = {rows: float("inf") for rows in rows_measured}
+    for repeat in range(repeats + 1):  # the first sweep warms up
+        for rows in rows_measured:
+            drafts = tuple(200 + i for i in range(rows - 1))
+            request = VerifyRequest(CONTEXT, len(CONTEXT) - 1, drafts, tuple(PointMass(d) for d in drafts), repeat,
+                                    SamplingSettings(temperature=0))
+            began = time.perf_counter()
+            yield from settle(champion.verify(request))
+            if repeat:
+                best[rows] = min(best[rows], (time.perf_counter() - began) * 1000)
+    champion.forget()
+    draft_ms = None
+    if draft_runtime is not None:
+        draft_ms = yield from _draft_step_ms(draft_runtime, repeats)
+    return CostModel(interpolate(best, t_max), draft_ms)
+
+
+def _draft_step_ms(runtime, repeats: int) -> Generator[Wait, None, float]:
+    runtime.reset()
+    token, _ = yield from settle(runtime.step(list(CONTEXT[:32]), 0.0, 1.0))
+    best = float("inf")
+    for repeat in range(repeats + 1):
+        began = time.perf_counter()
+        token, _ = yield from settle(runtime.step([token], 0.0, 1.0))
+        if repeat:
+            best = min(best, (time.perf_counter() - began) * 1000)
+    runtime.reset()
+    return best
+
+
+def fixed_costs(verify_ms: Sequence[float], draft_step_ms: float | None) -> CostModel:
+    """A CostModel from given numbers (tests, and replaying a recorded run)."""
+    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms)

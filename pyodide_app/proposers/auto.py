@@ -1,0 +1,175 @@
+"""auto: before each round, choose the draft source (none, prompt lookup, neural) and its length k.
+
+The production policy (CostPolicy, version AUTO_POLICY_VERSION; docs/ENGINE.md) maximises expected
+emitted tokens per millisecond:
+
+    rate(none)          = 1 / V(1)
+    rate(lookup, k)     = E_lookup[n](k) / V(k + 1)          n: length of the current n-gram match,
+                                                             k <= the tokens that followed it
+    rate(neural, k)     = E_neural(k) / (k * D + V(k + 1))
+    E(k) = sum_{i=0..k} S_i,  S_0 = 1,  S_i = prod_{j=1..i} a_j
+    a_j  = (accepted_j + W * prior) / (reached_j + W)        Beta-smoothed acceptance of draft position j,
+                                                             counted over this request's rounds of that
+                                                             source (lookup: per n)
+
+V(T) (verify time of T rows) and D (one draft step) come from a CostModel fixed for the request; priors:
+prompt lookup by n (LOOKUP_PRIOR), the neural draft from its package's measured agreement. The highest
+rate wins; ties go to none, then lookup, then neural, then the shorter k. A draft source that fails is
+not chosen again in the request (the failed round is a plain champion step).
+
+Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
+the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
+chosen source's and the verifier keeps the champion's output law. Any such policy is exact; the tests
+drive AutoProposer with arbitrary context-based policies too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Generator, Protocol, Sequence
+
+from ..costs import CostModel
+from ..errors import SpecChatError
+from ..sampling import Draws
+from ..waits import Wait, settle
+from .base import EMPTY_PROPOSAL, Proposal, Proposer
+from .prompt_lookup import PromptLookup
+
+AUTO_POLICY_VERSION = 1
+LOOKUP_PRIOR = {1: 0.25, 2: 0.45, 3: 0.65}  # prior acceptance per draft position, by match length n
+NEURAL_PRIOR = 0.4  # when the package does not record the draft's measured agreement
+PRIOR_WEIGHT = 2.0  # pseudo-observations per draft position
+SHORT_NAMES = {"none": "none", "prompt_lookup": "lookup", "neural": "neural"}
+
+
+@dataclass(frozen=True)
+class Choice:
+    source: str  # "none" | "prompt_lookup" | "neural"
+    k: int
+    bucket: int = 0  # prompt lookup: the match length n
+
+    @property
+    def label(self) -> str:
+        return "none" if self.source == "none" else f"{SHORT_NAMES[self.source]} k={self.k}"
+
+
+NONE = Choice("none", 0)
+
+
+class Policy(Protocol):
+    def choose(self, context: Sequence[int], k_cap: int, lookup: tuple[int, tuple[int, ...]] | None,
+               neural_available: bool) -> Choice:
+        """The round's source and k (k <= k_cap; lookup k <= its continuation), from published state only."""
+
+    def observe(self, choice: Choice, proposed: int, accepted: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+
+class PositionStats:
+    """Acceptance by draft position with a Beta prior: a_j = (accepted_j + W prior) / (reached_j + W)."""
+
+    def __init__(self, prior: float):
+        self.prior = prior
+        self.reached: list[int] = []
+        self.accepted: list[int] = []
+
+    def rate(self, position: int) -> float:
+        reached = self.reached[position] if position < len(self.reached) else 0
+        accepted = self.accepted[position] if position < len(self.accepted) else 0
+        return (accepted + PRIOR_WEIGHT * self.prior) / (reached + PRIOR_WEIGHT)
+
+    def expected_tokens(self, k: int) -> float:
+        """E[emitted] of a round with k drafts: sum_{i=0..k} S_i."""
+        total, survive = 1.0, 1.0
+        for position in range(k):
+            survive *= self.rate(position)
+            total += survive
+        return total
+
+    def record(self, proposed: int, accepted: int) -> None:
+        """Draft positions 0..min(accepted, proposed - 1) were tested; those below `accepted` passed."""
+        for position in range(min(accepted + 1, proposed)):
+            while len(self.reached) <= position:
+                self.reached.append(0)
+                self.accepted.append(0)
+            self.reached[position] += 1
+            self.accepted[position] += position < accepted
+
+
+class CostPolicy:
+    def __init__(self, costs: CostModel, neural_prior: float = NEURAL_PRIOR):
+        self.costs = costs
+        self.neural_prior = neural_prior
+        self.reset()
+
+    def reset(self) -> None:
+        self.lookup = {n: PositionStats(prior) for n, prior in LOOKUP_PRIOR.items()}
+        self.neural = PositionStats(self.neural_prior)
+
+    def choose(self, context, k_cap, lookup, neural_available) -> Choice:
+        best, best_rate = NONE, 1.0 / self.costs.verify(1)
+        if lookup is not None:
+            n, tokens = lookup
+            stats = self.lookup[min(n, max(LOOKUP_PRIOR))]
+            for k in range(1, min(k_cap, len(tokens)) + 1):
+                rate = stats.expected_tokens(k) / self.costs.verify(k + 1)
+                if rate > best_rate:
+                    best, best_rate = Choice("prompt_lookup", k, n), rate
+        if neural_available and self.costs.draft_step_ms is not None:
+            for k in range(1, k_cap + 1):
+                rate = self.neural.expected_tokens(k) / (k * self.costs.draft_step_ms + self.costs.verify(k + 1))
+                if rate > best_rate:
+                    best, best_rate = Choice("neural", k), rate
+        return best
+
+    def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
+        if choice.source == "prompt_lookup":
+            self.lookup[min(choice.bucket, max(LOOKUP_PRIOR))].record(proposed, accepted)
+        elif choice.source == "neural":
+            self.neural.record(proposed, accepted)
+
+
+class AutoProposer:
+    """A Proposer that runs, each round, the source and k its policy chooses (propose is Steps)."""
+
+    name = "auto"
+
+    def __init__(self, policy: Policy, neural: Proposer | None, lookup: PromptLookup | None = None):
+        self.policy = policy
+        self.neural = neural
+        self.lookup = lookup or PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1)
+        self.reset()
+
+    def reset(self) -> None:
+        self.policy.reset()
+        if self.neural is not None:
+            self.neural.reset()
+        self.last = NONE
+        self.neural_failed = False
+        self.rounds: Counter[str] = Counter()  # choice label -> rounds
+
+    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
+        match = self.lookup.match(context, k) if k > 0 else None
+        choice = self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
+        self.last = choice
+        self.rounds[choice.label] += 1
+        if choice.source == "prompt_lookup":
+            return self.lookup.propose(context, choice.k, round_index, draws)
+        if choice.source == "neural":
+            try:
+                return (yield from settle(self.neural.propose(context, choice.k, round_index, draws)))
+            except SpecChatError:
+                self.neural_failed = True  # not chosen again in this request; this round is a plain step
+                return EMPTY_PROPOSAL
+        return EMPTY_PROPOSAL
+
+    def observe(self, proposed: int, accepted: int) -> None:
+        """The round just published: `proposed` drafts sent, the first `accepted` accepted."""
+        self.policy.observe(self.last, proposed, accepted)
+
+    def summary(self) -> str:
+        """e.g. "lookup k=3 on 12 rounds, none on 4" (most used first)."""
+        parts = [f"{label} on {count} round{'s' if count != 1 else ''}" for label, count in self.rounds.most_common()]
+        return ", ".join(parts)

@@ -1,0 +1,98 @@
+"""The auto scheduler's policy (proposers/auto.py): the cost formula, its adaptation, failures.
+
+Exactness of auto is tested with the other proposers: exhaustive enumeration and greedy identity with
+arbitrary context-based choices (tests/policies.py) and with CostPolicy; χ² and reproducibility through
+the engine in test_engine.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pyodide_app.costs import fixed_costs, interpolate
+from pyodide_app.errors import DraftRuntimeError
+from pyodide_app.proposers.auto import LOOKUP_PRIOR, NONE, PRIOR_WEIGHT, AutoProposer, Choice, CostPolicy, PositionStats
+from pyodide_app.proposers.base import EMPTY_PROPOSAL
+from pyodide_app.waits import finish
+
+FLAT = fixed_costs([10.0] * 9, 1.0)  # extra rows cost nothing: drafting pays whenever it may be right
+STEEP = fixed_costs([10.0 * t for t in range(1, 10)], 1.0)  # every row costs a full forward: never draft
+REPETITIVE = [5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6, 7]  # a 3-gram match continued by 8, 9, 5, ...
+
+
+def test_expected_tokens_is_the_sum_of_survival_probabilities():
+    stats = PositionStats(0.5)
+    assert stats.expected_tokens(0) == 1.0
+    assert stats.expected_tokens(3) == pytest.approx(1 + 0.5 + 0.25 + 0.125)
+    stats.record(proposed=3, accepted=1)  # position 0 accepted, position 1 rejected, position 2 never tested
+    w = PRIOR_WEIGHT
+    assert stats.rate(0) == pytest.approx((1 + 0.5 * w) / (1 + w))
+    assert stats.rate(1) == pytest.approx((0 + 0.5 * w) / (1 + w))
+    assert stats.rate(2) == pytest.approx(0.5)  # untested: the prior
+    stats.record(proposed=2, accepted=2)  # both accepted (the bonus follows)
+    assert stats.reached == [2, 2] and stats.accepted == [2, 1]
+
+
+def test_cost_interpolation_between_measured_rows():
+    assert interpolate({1: 10.0, 3: 14.0, 9: 26.0}, 9) == (10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0, 26.0)
+    assert interpolate({1: 5.0, 5: 9.0}, 3) == (5.0, 6.0, 7.0)
+
+
+def test_flat_costs_draft_the_longest_match_and_steep_costs_never_draft():
+    lookup = (3, (8, 9, 5, 6, 7))
+    flat = CostPolicy(FLAT, neural_prior=0.4).choose(REPETITIVE, 8, lookup, neural_available=True)
+    assert flat == Choice("prompt_lookup", 5, 3)  # prior 0.65 beats the neural 0.4; all 5 continuation tokens
+    assert CostPolicy(STEEP, neural_prior=0.9).choose(REPETITIVE, 8, lookup, neural_available=True) == NONE
+
+
+def test_neural_is_chosen_when_no_match_and_dropped_after_rejections():
+    policy = CostPolicy(FLAT, neural_prior=0.5)
+    first = policy.choose([1, 2, 3], 4, None, neural_available=True)
+    # E(k)/(k*1 + 10): k=1 1.5/11, k=2 1.75/12 (best), k=3 1.875/13, k=4 1.9375/14; none 1/10
+    assert first == Choice("neural", 2)
+    for _ in range(6):
+        policy.observe(first, proposed=first.k, accepted=0)
+    assert policy.choose([1, 2, 3], 4, None, neural_available=True).k < first.k  # shorter once position 0 fails
+    for _ in range(30):
+        policy.observe(Choice("neural", 1), proposed=1, accepted=0)
+    slow_draft = CostPolicy(fixed_costs([10.0] * 9, 4.0), neural_prior=0.5)
+    slow_draft.neural = policy.neural
+    assert slow_draft.choose([1, 2, 3], 4, None, neural_available=True) == NONE
+
+
+def test_lookup_statistics_are_kept_per_match_length():
+    policy = CostPolicy(fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None))
+    long_match, short_match = (3, (1, 2, 3)), (1, (1, 2, 3))
+    assert policy.choose([0], 3, long_match, False).source == "prompt_lookup"
+    assert policy.choose([0], 3, short_match, False) == NONE  # prior 0.25 does not pay for 0.3 of a forward
+    for _ in range(20):
+        policy.observe(Choice("prompt_lookup", 3, 1), proposed=3, accepted=3)
+    assert policy.choose([0], 3, short_match, False).source == "prompt_lookup"  # n = 1 matches proved right
+    assert policy.lookup[3].reached == []  # the n = 3 statistics were not touched
+    assert set(policy.lookup) == set(LOOKUP_PRIOR)
+
+
+class FailingDraft:
+    name = "neural"
+
+    def __init__(self):
+        self.calls = 0
+
+    def propose(self, context, k, round_index, draws):
+        self.calls += 1
+        raise DraftRuntimeError("onnxruntime failed")
+
+    def reset(self):
+        pass
+
+
+def test_a_failing_draft_becomes_a_plain_step_and_is_not_chosen_again():
+    draft = FailingDraft()
+    auto = AutoProposer(CostPolicy(FLAT, neural_prior=0.9), draft)
+    assert finish(auto.propose([1, 2, 3], 4, 0, None)) == EMPTY_PROPOSAL
+    assert auto.neural_failed and draft.calls == 1
+    assert finish(auto.propose([1, 2, 3, 4], 4, 1, None)) == EMPTY_PROPOSAL
+    assert draft.calls == 1 and auto.last == NONE
+    assert auto.summary() == "neural k=4 on 1 round, none on 1 round"
+    auto.reset()
+    assert not auto.neural_failed and auto.summary() == ""
