@@ -254,6 +254,9 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
             raise SourceError("a draft was requested but no exporter was given")
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
+        agreement = draft.prebuilt.provenance.get("evaluation", {}).get("overall") if draft.prebuilt is not None else None
+        if agreement is not None:  # the auto scheduler's prior for the draft's acceptance
+            draft_entry["agreement"] = agreement
         identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **{f"draft_{key}": value for key, value in draft.identity().items()}})
     fallback_entry = cpu_entry = None
     if export_fallback is not None:

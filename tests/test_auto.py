@@ -96,3 +96,17 @@ def test_a_failing_draft_becomes_a_plain_step_and_is_not_chosen_again():
     assert auto.summary() == "neural k=4 on 1 round, none on 1 round"
     auto.reset()
     assert not auto.neural_failed and auto.summary() == ""
+
+
+def test_the_neural_prior_is_the_shipped_drafts_measured_agreement(real_package):
+    import json
+
+    from pyodide_app.engine import Engine
+
+    from .conftest import ROOT
+
+    manifest = json.loads((real_package / "manifest.json").read_text())
+    provenance = json.loads((ROOT / "build_tools/drafts/smollm2-135m-distilled/provenance.json").read_text())
+    assert manifest["draft"]["agreement"] == provenance["evaluation"]["overall"]
+    assert Engine(None, None, None, manifest).neural_prior() == manifest["draft"]["agreement"]
+    assert Engine(None, None, None, {**manifest, "draft": {}}).neural_prior() == 0.4
