@@ -23,7 +23,7 @@ SEPARATE_STRATA = ("repetitive",)
 SETTINGS = {"greedy": {"temperature": 0.0, "top_p": 1.0}, "sampled": {"temperature": 0.7, "top_p": 0.9}}
 SEED = 20261129
 # Arms of the sampled setting (the peers decode greedily only; fewer arms keep the run under 30 min).
-SAMPLED_ARMS = ("none", "lookup-k4", "lookup-adaptive", "neural-k4", "neural-adaptive", "hybrid-k4")
+SAMPLED_ARMS = ("none", "lookup-k4", "lookup-adaptive", "neural-k4", "neural-adaptive", "hybrid-k4", "auto")
 # onnxruntime-web's WebGPU EP decodes at ~0.05 tok/s on lavapipe here: it runs once, on the first
 # greedy prompt, with this many tokens; its decode rate is compared against every stratum.
 SLOW_PEER, SLOW_PEER_TOKENS = "ort-webgpu", 6
@@ -32,7 +32,7 @@ SLOW_PEER, SLOW_PEER_TOKENS = "ort-webgpu", 6
 @dataclass(frozen=True)
 class Arm:
     name: str
-    proposer: str = "none"  # none | prompt_lookup | neural; "peer" for onnxruntime-web alone
+    proposer: str = "none"  # none | prompt_lookup | neural | hybrid | auto; "peer" for onnxruntime-web alone
     k: int = 0
     adaptive: bool = False
     peer: str | None = None  # "wasm" | "webgpu"
@@ -43,7 +43,7 @@ ARMS = (
     Arm("lookup-k2", "prompt_lookup", 2), Arm("lookup-k4", "prompt_lookup", 4), Arm("lookup-k8", "prompt_lookup", 8),
     Arm("lookup-adaptive", "prompt_lookup", 4, True),
     Arm("neural-k2", "neural", 2), Arm("neural-k4", "neural", 4), Arm("neural-adaptive", "neural", 4, True),
-    Arm("hybrid-k4", "hybrid", 4),
+    Arm("hybrid-k4", "hybrid", 4), Arm("auto", "auto", 8),
     Arm("ort-wasm", "peer", peer="wasm"), Arm("ort-webgpu", "peer", peer="webgpu"),
 )
 
@@ -213,7 +213,8 @@ def launch(playwright, browser: str):
 
 def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int = 16, per_stratum: int = 1,
               sampled_per_stratum: int = 1, strata: list[str] | None = None, arm_names: list[str] | None = None,
-              kernel_repeats: int = 3, log=print) -> dict:
+              kernel_repeats: int = 3, log=print, backend: str = "auto") -> dict:
+    """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu")."""
     from playwright.sync_api import sync_playwright
 
     from .plots import write_plots
@@ -230,7 +231,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     build_site(model, site)
     server = make_server(site, port=0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/?nosw"
+    url = f"http://127.0.0.1:{server.server_address[1]}/?nosw&backend={backend}"
     started = time.perf_counter()
     records: list[dict] = []
     try:
@@ -242,6 +243,11 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
             page.close()
             page, info = open_page(context, url)  # same profile: model files come from the Cache API
             log(f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of {info['load']['model_files']} files cached)")
+            auto_costs = None
+            if any(a.proposer == "auto" for a in arms):  # auto measures the device once: not inside a timed arm
+                warm = page.evaluate("(req) => window.specChat.chat(req)", page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1))
+                auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
+                log(f"auto: policy {auto_costs and auto_costs['policy_version']}, costs {auto_costs and auto_costs['costs']}")
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             for index, item in enumerate(items):
                 for arm in arms:
@@ -270,6 +276,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
         "browser": browser, "adapter": info["adapter"], "backend": info["backend"], "model": str(model),
         "max_tokens": max_tokens, "seed": SEED, "settings": SETTINGS, "arms": [asdict(a) for a in arms],
         "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
+        "backend_choice": info.get("choice"), "kernels": info.get("kernels"), "auto": auto_costs,
         "kernel": kernel, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
         "summary": summary, "records": records,
     }

@@ -57,6 +57,7 @@ def assert_speculation_ran(row, case: str, lookup_expected: bool) -> None:
 
 
 def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
+    artifacts.mkdir(exist_ok=True)  # any other pytest session (pytest-playwright) empties test-results/ at its start
     (artifacts / f"conformance-{name}-{engine}.json").write_text(json.dumps({"backend": backend_text, "cases": rows}, indent=1))
 
 
