@@ -6,8 +6,8 @@
 //   Q8_0: quants[2i], quants[2i + 1] (32 int8), scales[i] = f16 d; value d*q.
 // x: f32 [rows, K] as vec4s, bound as a uniform buffer where it fits (one load serves every lane), else storage.
 // y: f32 [rows, N]. Dispatch: (ceil(N / COLUMNS / 64), 1, 1).
-// Each invocation owns COLUMNS = 8 adjacent columns for every row: a block's weights are loaded once for all
-// rows, and each activation load serves 8 columns.
+// Each invocation owns COLUMNS = 8 adjacent columns for every row: a block's weights are loaded and unpacked
+// to floats once for all rows, and each activation load serves 8 columns.
 // Batch invariance: column n of row t is the sum over blocks b = 0, 1, ... (ascending) of that block's dot
 // product, computed by the same expression for every t; `rows` is only a loop bound, so a row's result is
 // bitwise identical for every T.
@@ -35,14 +35,18 @@ fn activations(t: u32, b: u32) -> Block32 {
     return Block32(x[v], x[v + 1u], x[v + 2u], x[v + 3u], x[v + 4u], x[v + 5u], x[v + 6u], x[v + 7u]);
 }
 
-fn dot_q4(s: Block32, q: vec4<u32>) -> f32 {
-    return dot(s.a, low_nibbles(q.x)) + dot(s.b, low_nibbles(q.y)) + dot(s.c, low_nibbles(q.z)) + dot(s.d, low_nibbles(q.w))
-         + dot(s.e, high_nibbles(q.x)) + dot(s.f, high_nibbles(q.y)) + dot(s.g, high_nibbles(q.z)) + dot(s.h, high_nibbles(q.w));
+// A block's 32 weights as floats, in element order (unpacked once per block, used for every row).
+fn unpack_q4(q: vec4<u32>) -> Block32 {
+    return Block32(low_nibbles(q.x), low_nibbles(q.y), low_nibbles(q.z), low_nibbles(q.w),
+                   high_nibbles(q.x), high_nibbles(q.y), high_nibbles(q.z), high_nibbles(q.w));
 }
 
-fn dot_q8(s: Block32, lo: vec4<u32>, hi: vec4<u32>) -> f32 {
-    return dot(s.a, int8s(lo.x)) + dot(s.b, int8s(lo.y)) + dot(s.c, int8s(lo.z)) + dot(s.d, int8s(lo.w))
-         + dot(s.e, int8s(hi.x)) + dot(s.f, int8s(hi.y)) + dot(s.g, int8s(hi.z)) + dot(s.h, int8s(hi.w));
+fn dot32(s: Block32, w: Block32) -> f32 {
+    return dot(s.a, w.a) + dot(s.b, w.b) + dot(s.c, w.c) + dot(s.d, w.d) + dot(s.e, w.e) + dot(s.f, w.f) + dot(s.g, w.g) + dot(s.h, w.h);
+}
+
+fn unpack_q8(lo: vec4<u32>, hi: vec4<u32>) -> Block32 {
+    return Block32(int8s(lo.x), int8s(lo.y), int8s(lo.z), int8s(lo.w), int8s(hi.x), int8s(hi.y), int8s(hi.z), int8s(hi.w));
 }
 
 fn sum32(s: Block32) -> f32 {
@@ -80,11 +84,13 @@ fn columns_q4_1(n0: u32, add: bool) {
         let s6 = unpack2x16float(scales[column_block(n0, 6u, b)]); let s7 = unpack2x16float(scales[column_block(n0, 7u, b)]);
         let d_lo = vec4<f32>(s0.x, s1.x, s2.x, s3.x); let m_lo = vec4<f32>(s0.y, s1.y, s2.y, s3.y);
         let d_hi = vec4<f32>(s4.x, s5.x, s6.x, s7.x); let m_hi = vec4<f32>(s4.y, s5.y, s6.y, s7.y);
+        let u0 = unpack_q4(q0); let u1 = unpack_q4(q1); let u2 = unpack_q4(q2); let u3 = unpack_q4(q3);
+        let u4 = unpack_q4(q4); let u5 = unpack_q4(q5); let u6 = unpack_q4(q6); let u7 = unpack_q4(q7);
         for (var t = 0u; t < params.rows; t++) {
             let s = activations(t, b);
             let xs = vec4<f32>(sum32(s));
-            acc_lo[t] += d_lo * vec4<f32>(dot_q4(s, q0), dot_q4(s, q1), dot_q4(s, q2), dot_q4(s, q3)) + m_lo * xs;
-            acc_hi[t] += d_hi * vec4<f32>(dot_q4(s, q4), dot_q4(s, q5), dot_q4(s, q6), dot_q4(s, q7)) + m_hi * xs;
+            acc_lo[t] += d_lo * vec4<f32>(dot32(s, u0), dot32(s, u1), dot32(s, u2), dot32(s, u3)) + m_lo * xs;
+            acc_hi[t] += d_hi * vec4<f32>(dot32(s, u4), dot32(s, u5), dot32(s, u6), dot32(s, u7)) + m_hi * xs;
         }
     }
     store(n0, &acc_lo, &acc_hi, add);
@@ -103,10 +109,12 @@ fn columns_q8_0(n0: u32, add: bool) {
         let q6l = quants[2u * i6]; let q6h = quants[2u * i6 + 1u]; let q7l = quants[2u * i7]; let q7h = quants[2u * i7 + 1u];
         let d_lo = vec4<f32>(unpack2x16float(scales[i0]).x, unpack2x16float(scales[i1]).x, unpack2x16float(scales[i2]).x, unpack2x16float(scales[i3]).x);
         let d_hi = vec4<f32>(unpack2x16float(scales[i4]).x, unpack2x16float(scales[i5]).x, unpack2x16float(scales[i6]).x, unpack2x16float(scales[i7]).x);
+        let u0 = unpack_q8(q0l, q0h); let u1 = unpack_q8(q1l, q1h); let u2 = unpack_q8(q2l, q2h); let u3 = unpack_q8(q3l, q3h);
+        let u4 = unpack_q8(q4l, q4h); let u5 = unpack_q8(q5l, q5h); let u6 = unpack_q8(q6l, q6h); let u7 = unpack_q8(q7l, q7h);
         for (var t = 0u; t < params.rows; t++) {
             let s = activations(t, b);
-            acc_lo[t] += d_lo * vec4<f32>(dot_q8(s, q0l, q0h), dot_q8(s, q1l, q1h), dot_q8(s, q2l, q2h), dot_q8(s, q3l, q3h));
-            acc_hi[t] += d_hi * vec4<f32>(dot_q8(s, q4l, q4h), dot_q8(s, q5l, q5h), dot_q8(s, q6l, q6h), dot_q8(s, q7l, q7h));
+            acc_lo[t] += d_lo * vec4<f32>(dot32(s, u0), dot32(s, u1), dot32(s, u2), dot32(s, u3));
+            acc_hi[t] += d_hi * vec4<f32>(dot32(s, u4), dot32(s, u5), dot32(s, u6), dot32(s, u7));
         }
     }
     store(n0, &acc_lo, &acc_hi, add);
