@@ -23,21 +23,24 @@ fn int8s(w: u32) -> vec4<f32> {
     return vec4<f32>((vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w))) >> vec4<u32>(24u));
 }
 
-fn block_q4_1(t: u32, b: u32, q: vec4<u32>, dm: vec2<f32>) -> f32 {
-    let v = (t * shape.k + b * 32u) / 4u;
-    let a = x[v]; let bb = x[v + 1u]; let c = x[v + 2u]; let d = x[v + 3u];
-    let e = x[v + 4u]; let f = x[v + 5u]; let g = x[v + 6u]; let h = x[v + 7u];
-    let xq = dot(a, low_nibbles(q.x)) + dot(bb, low_nibbles(q.y)) + dot(c, low_nibbles(q.z)) + dot(d, low_nibbles(q.w))
-           + dot(e, high_nibbles(q.x)) + dot(f, high_nibbles(q.y)) + dot(g, high_nibbles(q.z)) + dot(h, high_nibbles(q.w));
-    let sv = ((a + bb) + (c + d)) + ((e + f) + (g + h));
-    return dm.x * xq + dm.y * ((sv.x + sv.y) + (sv.z + sv.w));
+// A block's 32 weights as floats (element order), unpacked once and used for every row.
+struct Block32 { a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>, e: vec4<f32>, f: vec4<f32>, g: vec4<f32>, h: vec4<f32> };
+fn unpack_q4(q: vec4<u32>) -> Block32 {
+    return Block32(low_nibbles(q.x), low_nibbles(q.y), low_nibbles(q.z), low_nibbles(q.w),
+                   high_nibbles(q.x), high_nibbles(q.y), high_nibbles(q.z), high_nibbles(q.w));
+}
+fn unpack_q8(lo: vec4<u32>, hi: vec4<u32>) -> Block32 {
+    return Block32(int8s(lo.x), int8s(lo.y), int8s(lo.z), int8s(lo.w), int8s(hi.x), int8s(hi.y), int8s(hi.z), int8s(hi.w));
 }
 
-fn block_q8_0(t: u32, b: u32, lo: vec4<u32>, hi: vec4<u32>, d: f32) -> f32 {
+// Row t's block b: (sum_j x_j w_j, sum_j x_j).
+fn block_sums(t: u32, b: u32, w: Block32) -> vec2<f32> {
     let v = (t * shape.k + b * 32u) / 4u;
-    let xq = dot(x[v], int8s(lo.x)) + dot(x[v + 1u], int8s(lo.y)) + dot(x[v + 2u], int8s(lo.z)) + dot(x[v + 3u], int8s(lo.w))
-           + dot(x[v + 4u], int8s(hi.x)) + dot(x[v + 5u], int8s(hi.y)) + dot(x[v + 6u], int8s(hi.z)) + dot(x[v + 7u], int8s(hi.w));
-    return d * xq;
+    let xa = x[v]; let xb = x[v + 1u]; let xc = x[v + 2u]; let xd = x[v + 3u];
+    let xe = x[v + 4u]; let xf = x[v + 5u]; let xg = x[v + 6u]; let xh = x[v + 7u];
+    let xq = dot(xa, w.a) + dot(xb, w.b) + dot(xc, w.c) + dot(xd, w.d) + dot(xe, w.e) + dot(xf, w.f) + dot(xg, w.g) + dot(xh, w.h);
+    let sv = ((xa + xb) + (xc + xd)) + ((xe + xf) + (xg + xh));
+    return vec2<f32>(xq, (sv.x + sv.y) + (sv.z + sv.w));
 }
 
 // Writes this invocation's slice sums to partial[t][c][s], then reduces and stores (t, column) pairs.
@@ -62,9 +65,12 @@ fn split_q4_1(group: u32, l: u32, add: bool) {
     var acc: array<f32, TMAX>;
     for (var b = l % SLICES; b < blocks; b += SLICES) {
         let i = n * blocks + b;
-        let q = quants[i];
+        let w = unpack_q4(quants[i]);
         let dm = unpack2x16float(scales[i]);
-        for (var t = 0u; t < params.rows; t++) { acc[t] += block_q4_1(t, b, q, dm); }
+        for (var t = 0u; t < params.rows; t++) {
+            let sums = block_sums(t, b, w);
+            acc[t] += dm.x * sums.x + dm.y * sums.y;
+        }
     }
     reduce_and_store(group, l, &acc, add);
 }
@@ -75,10 +81,9 @@ fn split_q8_0(group: u32, l: u32, add: bool) {
     var acc: array<f32, TMAX>;
     for (var b = l % SLICES; b < blocks; b += SLICES) {
         let i = n * blocks + b;
-        let lo = quants[2u * i];
-        let hi = quants[2u * i + 1u];
+        let w = unpack_q8(quants[2u * i], quants[2u * i + 1u]);
         let d = unpack2x16float(scales[i]).x;
-        for (var t = 0u; t < params.rows; t++) { acc[t] += block_q8_0(t, b, lo, hi, d); }
+        for (var t = 0u; t < params.rows; t++) { acc[t] += d * block_sums(t, b, w).x; }
     }
     reduce_and_store(group, l, &acc, add);
 }
