@@ -15,7 +15,8 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     bench = json.loads((out / "bench.json").read_text())
     arms = {a["name"] for a in bench["arms"]}
-    assert {"none", "lookup-k2", "lookup-k4", "lookup-k8", "lookup-adaptive", "neural-k2", "neural-k4", "neural-adaptive", "hybrid-k4", "ort-wasm", "ort-webgpu"} <= arms
+    assert {"none", "lookup-k2", "lookup-k4", "lookup-k8", "lookup-adaptive", "neural-k2", "neural-k4", "neural-adaptive", "hybrid-k4", "auto", "ort-wasm", "ort-webgpu"} <= arms
+    assert bench["auto"]["policy_version"] >= 1 and len(bench["auto"]["costs"]["verify_ms"]) == 9  # measured before the arms
     errors = [r for r in bench["records"] if "error" in r]
     assert not errors, errors
     greedy = {(r["arm"], r["prompt"]): r["tokens"] for r in bench["records"] if r["setting"] == "greedy"}

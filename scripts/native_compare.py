@@ -43,7 +43,8 @@ def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict
         raise SystemExit(f"{proposer}: {done['error']}")
     stats = done["speculative"]
     return {"tokens": done["tokens"], "wall_s": wall, "tok_s": len(done["tokens"]) / wall,
-            "per_call": stats["tokens_per_champion_call"], "proposed": stats["proposed"], "accepted": stats["accepted"]}
+            "per_call": stats["tokens_per_champion_call"], "proposed": stats["proposed"], "accepted": stats["accepted"],
+            "auto": (stats.get("auto") or {}).get("chose")}
 
 
 def main() -> None:
@@ -52,13 +53,16 @@ def main() -> None:
     parser.add_argument("--backend", choices=("cpu", "cpu-compact", "webgpu"), default="cpu")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4")
+    parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4,auto:8")
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args()
     arms = [(a.split(":")[0], int(a.split(":")[1]) if ":" in a else 0) for a in args.arms.split(",")]
     if arms[0] != ("none", 0):
         arms.insert(0, ("none", 0))
     engine = load_engine(args.model, backend=args.backend, context_limit=1024)
+    if any(proposer == "auto" for proposer, _ in arms):  # auto measures the device once: outside the timed arms
+        run_arm(engine, "Hi", "auto", engine.k_max, 1)
+        print(f"auto costs: {engine.costs.summary()}")
     runs = {}
     for name, prompt in PROMPTS.items():
         for _ in range(args.repeats):
@@ -77,6 +81,8 @@ def main() -> None:
             rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
             same = all(r["tokens"] == base[0]["tokens"] for r in rows)
             label = proposer if proposer == "none" else f"{proposer} k={k}"
+            if rows[0]["auto"]:
+                label += f" ({rows[0]['auto']})"
             print(f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | {same} |")
     if args.json:
         args.json.write_text(json.dumps({f"{n}|{p}|{k}": r for (n, p, k), r in runs.items()}))
