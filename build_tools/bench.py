@@ -35,7 +35,8 @@ class Arm:
     proposer: str = "none"  # none | prompt_lookup | neural | hybrid | auto; "peer" for onnxruntime-web alone
     k: int = 0
     adaptive: bool = False
-    peer: str | None = None  # "wasm" | "webgpu"
+    peer: str | None = None  # "wasm" | "webgpu" (onnxruntime-web) | "wllama" (llama.cpp's wasm build)
+    threads: int = 1  # wllama's threads
 
 
 ARMS = (
@@ -45,7 +46,9 @@ ARMS = (
     Arm("neural-k2", "neural", 2), Arm("neural-k4", "neural", 4), Arm("neural-adaptive", "neural", 4, True),
     Arm("hybrid-k4", "hybrid", 4), Arm("auto", "auto", 8),
     Arm("ort-wasm", "peer", peer="wasm"), Arm("ort-webgpu", "peer", peer="webgpu"),
+    Arm("wllama-1t", "peer", peer="wllama", threads=1), Arm("wllama-2t", "peer", peer="wllama", threads=2),
 )
+PEERS = ("ort-wasm", "ort-webgpu", "wllama-1t", "wllama-2t")  # the table's "× peer" columns
 
 
 # -- the workload ---------------------------------------------------------------------------------
@@ -87,11 +90,24 @@ def runs_on(arm: Arm, item: dict, first_greedy: dict) -> bool:
     return arm.name != SLOW_PEER or item is first_greedy
 
 
-def run_arm(page, arm: Arm, item: dict, max_tokens: int) -> dict:
+def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None) -> dict:
+    """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt."""
     if arm.name == SLOW_PEER:
         max_tokens = min(max_tokens, SLOW_PEER_TOKENS)
     request = page_request(arm, item["prompt"], item["setting"], max_tokens)
     record = {"arm": arm.name, **item}
+    if arm.peer == "wllama":
+        if peer_page is None:
+            return {**record, "error": "no GGUF file for this package: the llama.cpp peer cannot run"}
+        try:
+            out = peer_page.evaluate("([p, n, t]) => window.wllamaPeer.run(p, n, t)", [render(request["messages"]), max_tokens, arm.threads])
+        except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
+            return {**record, "error": str(error).splitlines()[0][:300]}
+        n = out["tokens"]
+        decode_s = out["total_s"] - out["ttft_s"]
+        return {**record, "text": out["text"], "n_tokens": n, "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
+                "decode_tps": (n - 1) / decode_s if n > 1 and decode_s > 0 else None, "load_extra_s": out["load_s"],
+                "tokens_per_call": 1.0, "llama_timings": out["timings"], "isolated": out["isolated"]}
     if arm.peer:
         try:
             out = page.evaluate("([backend, req]) => window.specChat.peer(backend, req)", [arm.peer, request])
@@ -158,7 +174,7 @@ def summarize(records: list[dict], arms: list[Arm]) -> list[dict]:
         pool = [r for r in records if r["setting"] == setting and
                 (r["stratum"] == stratum or (stratum.startswith("all") and r["stratum"] not in SEPARATE_STRATA))]
         base = median_of([r for r in pool if r["arm"] == "none"], "decode_tps")
-        peers = {p: median_of([r for r in pool if r["arm"] == p], "decode_tps") for p in ("ort-wasm", "ort-webgpu")}
+        peers = {p: median_of([r for r in pool if r["arm"] == p], "decode_tps") for p in PEERS}
         if setting == "greedy" and peers[SLOW_PEER] is None:  # measured once per run (see SLOW_PEER)
             peers[SLOW_PEER] = median_of([r for r in records if r["arm"] == SLOW_PEER], "decode_tps")
         for arm in arms:
@@ -173,6 +189,8 @@ def summarize(records: list[dict], arms: list[Arm]) -> list[dict]:
                 "decode_tps": tps, "speedup_vs_none": tps / base if tps and base else None,
                 "speedup_vs_ort_wasm": tps / peers["ort-wasm"] if tps and peers["ort-wasm"] else None,
                 "speedup_vs_ort_webgpu": tps / peers["ort-webgpu"] if tps and peers["ort-webgpu"] else None,
+                "speedup_vs_wllama_1t": tps / peers["wllama-1t"] if tps and peers["wllama-1t"] else None,
+                "speedup_vs_wllama_2t": tps / peers["wllama-2t"] if tps and peers["wllama-2t"] else None,
                 "per_request_speedup": quartiles(pairs), "tokens_per_call": median_of(mine, "tokens_per_call"),
                 "ttft_s": median_of(mine, "ttft_s"), "survival": survival(mine),
                 "time_split_s": {k: statistics.median([r["time_s"][k] for r in mine if r.get("time_s")])
@@ -192,16 +210,50 @@ def quartiles(values: list[float]):
 
 def table(rows: list[dict]) -> str:
     fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
-    lines = ["| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | tokens/call | TTFT s | n |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | × wllama (1 thread) | × wllama (2 threads) | tokens/call | TTFT s | n |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | {fmt(r['speedup_vs_none'], '.2f')} | "
-                     f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | {fmt(r['tokens_per_call'], '.2f')} | "
+                     f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | "
+                     f"{fmt(r.get('speedup_vs_wllama_1t'), '.2f')} | {fmt(r.get('speedup_vs_wllama_2t'), '.2f')} | {fmt(r['tokens_per_call'], '.2f')} | "
                      f"{fmt(r['ttft_s'], '.2f')} | {r['requests']}{' (' + str(r['errors']) + ' failed)' if r['errors'] else ''} |")
     return "\n".join(lines) + "\n"
 
 
 # -- the command ----------------------------------------------------------------------------------
+
+def peer_gguf(model: Path, site: Path) -> Path | None:
+    """The GGUF the llama.cpp peer runs: the default champion's file for the default package, a GGUF written
+    from the synthetic source for a synthetic package, else None (the wllama arms then record an error)."""
+    from .gguf_source import DEFAULT_MODEL_FILE, default_champion_path
+
+    manifest = json.loads((Path(model) / "manifest.json").read_text())
+    source = str(manifest.get("source", ""))
+    if source == DEFAULT_MODEL_FILE:
+        return default_champion_path()
+    if source.startswith("synth:"):
+        from .gguf_writer import write_gguf
+        from .synth import synth_models
+
+        return write_gguf(synth_models(int(source.split(":")[1]))[0], site / "synth.gguf")
+    return None
+
+
+def prompt_renderer(model: Path):
+    """messages -> the chat-templated prompt string (what the app tokenizes), for the llama.cpp peer."""
+    from pyodide_app.chat_template import ChatTemplate
+
+    manifest = json.loads((Path(model) / "manifest.json").read_text())
+    template = ChatTemplate.from_jinja((Path(model) / manifest["chat_template"]).read_text())
+    return template.render
+
+
+def token_decoder(model: Path):
+    from pyodide_app.tokenizer import Tokenizer
+
+    manifest = json.loads((Path(model) / "manifest.json").read_text())
+    return Tokenizer.from_json((Path(model) / manifest["tokenizer"]).read_text()).decode
+
 
 def launch(playwright, browser: str):
     if browser == "chromium":
@@ -219,7 +271,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
 
     from .plots import write_plots
     from .serve import make_server
-    from .site import build_site
+    from .site import add_bench_peer, build_site
 
     arms = [a for a in ARMS if arm_names is None or a.name in arm_names]
     if "none" not in [a.name for a in arms]:
@@ -229,6 +281,9 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     (out / "records.jsonl").unlink(missing_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
     build_site(model, site)
+    gguf = peer_gguf(model, site)
+    add_bench_peer(site, gguf)
+    render = prompt_renderer(model)
     server = make_server(site, port=0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/?nosw&backend={backend}"
@@ -248,12 +303,17 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                 warm = page.evaluate("(req) => window.specChat.chat(req)", page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1))
                 auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
                 log(f"auto: policy {auto_costs and auto_costs['policy_version']}, costs {auto_costs and auto_costs['costs']}")
+            peer_page = None
+            if gguf is not None and any(a.peer == "wllama" for a in arms):  # a second tab, same browser session
+                peer_page = context.new_page()
+                peer_page.goto(url.split("?")[0] + "bench/wllama.html")
+                peer_page.wait_for_function("() => window.wllamaReady === true", timeout=60_000)
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             for index, item in enumerate(items):
                 for arm in arms:
                     if not runs_on(arm, item, first_greedy):
                         continue
-                    record = run_arm(page, arm, item, max_tokens)
+                    record = run_arm(page, arm, item, max_tokens, peer_page, render)
                     records.append(record)
                     out.mkdir(parents=True, exist_ok=True)
                     with open(out / "records.jsonl", "a") as raw:  # kept even if the run dies later
@@ -267,16 +327,22 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
             instance.close()
     finally:
         server.shutdown()
-    for record in records:  # greedy peers decode the same champion: do they agree with it?
+    decode = token_decoder(model)
+    for record in records:  # greedy peers: do they produce the champion's answer?
+        base = next((r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]), None)
         if record["arm"].startswith("ort-") and "tokens" in record:
-            base = next((r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]), None)
             record["agrees_with_champion"] = base is not None and base.get("tokens", [])[: len(record["tokens"])] == record["tokens"]
+        elif record["arm"].startswith("wllama") and "text" in record and base is not None and "tokens" in base:
+            # llama.cpp is another implementation: its text may part from ours at a near-tie (reported, not failed)
+            ours = decode(base["tokens"])
+            record["agrees_with_champion"] = ours.startswith(record["text"]) or record["text"].startswith(ours)
     summary = summarize(records, arms)
     result = {
         "browser": browser, "adapter": info["adapter"], "backend": info["backend"], "model": str(model),
         "max_tokens": max_tokens, "seed": SEED, "settings": SETTINGS, "arms": [asdict(a) for a in arms],
         "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
         "backend_choice": info.get("choice"), "kernels": info.get("kernels"), "auto": auto_costs,
+        "peer_gguf": str(gguf) if gguf else None,
         "kernel": kernel, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
         "summary": summary, "records": records,
     }

@@ -6,6 +6,7 @@
     web/vendor/pyodide_app/, shaders/   the orchestrator's Python files and the WGSL kernels
     web/model/           a model package (python -m build_tools package)
     web/vendor/site.json the file lists the worker and the service worker read
+    bench/               (bench sites only, add_bench_peer) the llama.cpp peer page, @wllama/wllama, the GGUF
 
 `--out` other than web/ copies the page there too (tests build throwaway sites).
 """
@@ -26,6 +27,9 @@ ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-th
 # The benchmark's peer (build_tools bench): onnxruntime-web's WebGPU build. Not precached: the app never loads it.
 ORT_WEBGPU_FILES = ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm")
 PAGE_FILES = ("index.html", "app.js", "worker.js", "gpu.js", "draft.js", "dequant.js", "markdown.js", "charts.js", "sw.js", "style.css")
+
+
+WLLAMA = ROOT / "node_modules" / "@wllama" / "wllama" / "esm"  # the bench's llama.cpp peer (bench sites only)
 
 
 def copy_files(source: Path, names, target: Path) -> list[str]:
@@ -80,3 +84,14 @@ def build_site(model: Path, out: Path = WEB) -> dict:
     }
     (vendor / "site.json").write_text(json.dumps(site, indent=1))
     return site
+
+
+def add_bench_peer(out: Path, gguf: Path | None) -> None:
+    """The bench's llama.cpp peer next to a built site (build_tools bench only; the app never has it):
+    bench/wllama.html, @wllama/wllama from node_modules, and the GGUF the package was built from."""
+    bench = Path(out) / "bench"
+    copy_files(ROOT / "build_tools" / "bench_peers", ["wllama.html"], bench)
+    copy_files(WLLAMA, ["index.js"], bench / "wllama")
+    copy_files(WLLAMA / "wasm", ["wllama.wasm"], bench / "wllama" / "wasm")
+    if gguf is not None:
+        (bench / "model.gguf").symlink_to(Path(gguf).resolve())

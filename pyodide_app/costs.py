@@ -49,8 +49,8 @@ def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-def measure_costs(champion, draft_runtime, repeats: int = 2) -> Generator[Wait, None, CostModel]:
-    t_max = champion.t_max
+def measure_costs(champion, draft_runtime, t_max: int, repeats: int = 2) -> Generator[Wait, None, CostModel]:
+    """Verify time for T = 1..t_max (rows per call; k_max + 1) and the draft's step time."""
     rows_measured = sorted({min(r, t_max) for r in MEASURED_ROWS})
     yield from settle(champion.prefill(CONTEXT[:-1]))
     best = {rows: float("inf") for rows in rows_measured}

@@ -211,7 +211,7 @@ class Engine:
     def _costs_then(self, proposer: AutoProposer, events) -> Iterator[Any]:
         """Measure the device's costs once (the first auto request), then stream the request's events."""
         if self.costs is None:
-            self.costs = yield from measure_costs(self.champion, self.draft_runtime)
+            self.costs = yield from measure_costs(self.champion, self.draft_runtime, self.k_max + 1)
         proposer.policy.costs = self.costs
         yield from events
 
