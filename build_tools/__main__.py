@@ -164,7 +164,8 @@ def command_bench(args) -> None:
     model = args.model or default_package()
     split = lambda text: [x for x in text.split(",") if x] if text else None  # noqa: E731
     result = run_bench(model, args.out, args.browser, args.max_tokens, args.prompts, args.sampled_prompts,
-                       split(args.strata), split(args.arms), args.kernel_repeats, backend=args.backend)
+                       split(args.strata), split(args.arms), args.kernel_repeats, backend=args.backend,
+                       peer_gguf_path=args.peer_gguf)
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
 
@@ -235,6 +236,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--strata", help="comma-separated subset of the strata in build_tools/bench_prompts.json")
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument("--kernel-repeats", type=int, default=3)
+    bench.add_argument("--peer-gguf", type=Path, help="GGUF for the llama.cpp (wllama) peer (default: the package's own source)")
     bench.add_argument("--backend", choices=("auto", "webgpu", "cpu"), default="auto",
                        help="where the page runs the champion (auto: the faster, measured at the first load)")
     bench.set_defaults(run=command_bench)

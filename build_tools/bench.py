@@ -265,8 +265,9 @@ def launch(playwright, browser: str):
 
 def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int = 16, per_stratum: int = 1,
               sampled_per_stratum: int = 1, strata: list[str] | None = None, arm_names: list[str] | None = None,
-              kernel_repeats: int = 3, log=print, backend: str = "auto") -> dict:
-    """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu")."""
+              kernel_repeats: int = 3, log=print, backend: str = "auto", peer_gguf_path: Path | None = None) -> dict:
+    """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
+    peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model))."""
     from playwright.sync_api import sync_playwright
 
     from .plots import write_plots
@@ -281,7 +282,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     (out / "records.jsonl").unlink(missing_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
     build_site(model, site)
-    gguf = peer_gguf(model, site)
+    gguf = peer_gguf_path or peer_gguf(model, site)
     add_bench_peer(site, gguf)
     render = prompt_renderer(model)
     server = make_server(site, port=0, quiet=True)
@@ -320,7 +321,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                         raw.write(json.dumps(record) + "\n")
                     log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: "
                         + (f"error {record['error']}" if "error" in record else
-                           f"{len(record['tokens'])} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
+                           f"{record.get('n_tokens', len(record.get('tokens', [])))} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
             kernel = None
             if info["backend"] == "WebGPU":
                 kernel = page.evaluate("(n) => window.specChat.kernel(n)", kernel_repeats)
