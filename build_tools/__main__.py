@@ -161,8 +161,14 @@ def command_site(args) -> None:
 def command_bench(args) -> None:
     from .bench import run_bench
 
+    from .bench import QUICK_STRATA
+
     model = args.model or default_package()
     split = lambda text: [x for x in text.split(",") if x] if text else None  # noqa: E731
+    if args.quick:  # every arm, fewer strata and tokens: about 10 minutes here
+        args.strata = args.strata or ",".join(QUICK_STRATA)
+        args.max_tokens = min(args.max_tokens, 12)
+        args.prompts, args.sampled_prompts = 1, 1
     result = run_bench(model, args.out, args.browser, args.max_tokens, args.prompts, args.sampled_prompts,
                        split(args.strata), split(args.arms), args.kernel_repeats, backend=args.backend,
                        peer_gguf_path=args.peer_gguf)
@@ -236,6 +242,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--strata", help="comma-separated subset of the strata in build_tools/bench_prompts.json")
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument("--kernel-repeats", type=int, default=3)
+    bench.add_argument("--quick", action="store_true", help="every arm on six short strata, 12 tokens (about 10 minutes)")
     bench.add_argument("--peer-gguf", type=Path, help="GGUF for the llama.cpp (wllama) peer (default: the package's own source)")
     bench.add_argument("--backend", choices=("auto", "webgpu", "cpu"), default="auto",
                        help="where the page runs the champion (auto: the faster, measured at the first load)")

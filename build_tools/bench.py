@@ -9,6 +9,7 @@ onnxruntime-web alone (wasm and WebGPU execution providers). Writes bench.json, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import tempfile
@@ -52,6 +53,14 @@ PEERS = ("ort-wasm", "ort-webgpu", "wllama-1t", "wllama-2t")  # the table's "× 
 
 
 # -- the workload ---------------------------------------------------------------------------------
+
+QUICK_STRATA = ("rewrite", "extraction", "code", "chat", "json", "adversarial")  # --quick: no long prompts
+
+
+def workload_sha256() -> str:
+    """The frozen workload's identity, recorded in every bench output."""
+    return hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
+
 
 def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: int) -> list[dict]:
     """[{setting, stratum, prompt}] in run order."""
@@ -341,6 +350,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     result = {
         "browser": browser, "adapter": info["adapter"], "backend": info["backend"], "model": str(model),
         "max_tokens": max_tokens, "seed": SEED, "settings": SETTINGS, "arms": [asdict(a) for a in arms],
+        "workload_sha256": workload_sha256(), "strata": sorted({i["stratum"] for i in items}),
         "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
         "backend_choice": info.get("choice"), "kernels": info.get("kernels"), "auto": auto_costs,
         "peer_gguf": str(gguf) if gguf else None,
