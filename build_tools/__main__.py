@@ -1,4 +1,4 @@
-"""python -m build_tools <command>: package, verify, synth, tokenize, serve.
+"""python -m build_tools <command>: package, check, synth, tokenize, serve.
 
 Every user-facing failure is one line on stderr ("error: <file>: <problem>")
 and a non-zero exit, never a traceback.
@@ -9,88 +9,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from pyodide_app.chat_template import TemplateError
 from pyodide_app.manifest import ManifestError
 
+from .recipes import DEFAULT_DRAFT, ROOT, default_package, export_draft, export_fallback
 from .source import SourceError
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DRAFT = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled"  # made by `build_tools distill`
-
-
-def read_source(spec: str):
-    path = Path(spec)
-    if path.is_dir():
-        from .hf_source import read_hf_folder
-
-        return read_hf_folder(path)
-    from .gguf_source import read_gguf
-
-    return read_gguf(path)
-
-
-def draft_plan(spec: str | None, champion):
-    from .package import DraftPlan
-
-    if spec is None:
-        return None
-    from .prebuilt_draft import is_prebuilt, read_prebuilt
-
-    if is_prebuilt(Path(spec)):
-        draft = read_prebuilt(Path(spec))
-        return DraftPlan("prebuilt", None, draft.entry["config"]["n_layers"], draft.entry.get("description") or
-                         f"prebuilt draft {Path(spec).name}", prebuilt=draft)
-    if spec.startswith("self:"):
-        try:
-            layers = int(spec[5:])
-        except ValueError:
-            raise SourceError(f"--draft {spec}: expected self:N with N a number of layers") from None
-        if not 1 <= layers <= champion.config.n_layers:
-            raise SourceError(f"--draft {spec}: the champion has {champion.config.n_layers} layers")
-        return DraftPlan("self", champion, layers, f"first {layers} of {champion.config.n_layers} champion layers + final norm + head")
-    source = read_source(spec)
-    return DraftPlan("model", source, source.config.n_layers, f"separate model {Path(spec).name}")
-
-
-def export_draft(plan, path: Path) -> dict:
-    from .export_onnx import export_llama
-    from .prebuilt_draft import copy_prebuilt
-
-    if plan.kind == "prebuilt":
-        return copy_prebuilt(plan.prebuilt, path)
-    return export_llama(plan.source, plan.n_layers, path)
-
-
-def export_fallback(source, path: Path) -> dict:
-    from .export_onnx import export_llama
-
-    return export_llama(source, source.config.n_layers, path, all_rows=True)
-
-
 def command_package(args) -> None:
-    from .golden import golden_vectors
-    from .gguf_source import default_champion_path
-    from .package import build_package
+    from .recipes import make_package
 
-    started = time.perf_counter()
-    champion_spec = args.champion or str(default_champion_path())
-    draft_spec = args.draft if args.draft is not None else (str(DEFAULT_DRAFT) if args.champion is None else None)
-    champion = read_source(champion_spec)
-    plan = draft_plan(None if draft_spec == "none" else draft_spec, champion)
-    golden = None if args.no_golden else golden_vectors
-    manifest = build_package(champion, args.out, plan, export_draft, golden, None if args.no_fallback else export_fallback)
-    total = sum(f["bytes"] for f in manifest["files"].values())
-    print(f"packaged {champion_spec} -> {args.out}: {len(manifest['files'])} files, {total / 2**20:.1f} MiB, "
-          f"{time.perf_counter() - started:.1f} s")
+    make_package(args.champion, args.draft, args.out, golden=not args.no_golden, fallback=not args.no_fallback)
 
 
-def command_verify(args) -> None:
-    from .verify import verify_package
+def command_check(args) -> None:
+    from pyodide_app.package_check import check_package
 
-    manifest = verify_package(args.dir)
+    manifest = check_package(args.dir)
     print(f"ok: {args.dir} ({len(manifest['files'])} files)")
 
 
@@ -109,7 +45,7 @@ def command_tokenize(args) -> None:
     from pyodide_app.chat_template import ChatTemplate
     from pyodide_app.tokenizer import Tokenizer
 
-    from .verify import load_manifest
+    from pyodide_app.package_check import load_manifest
 
     folder = Path(args.model)
     manifest = load_manifest(folder)
@@ -126,28 +62,6 @@ def command_tokenize(args) -> None:
         else:
             text = line
         print(json.dumps(tokenizer.encode(text)), flush=True)
-
-
-def default_package() -> Path:
-    """The default package, built once into web/model (git-ignored) and reused while it verifies and
-    carries the shipped draft; an older build there is removed and rebuilt."""
-    import shutil
-
-    from .prebuilt_draft import read_prebuilt
-    from .site import WEB
-    from .verify import verify_package
-
-    model = WEB / "model"
-    try:
-        manifest = verify_package(model)
-        if not manifest.get("fallback") or not manifest.get("cpu_champion"):
-            raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
-        if manifest["identity"]["draft_weights"] != read_prebuilt(DEFAULT_DRAFT).provenance["draft_onnx_sha256"]:
-            raise ManifestError(str(model), "built with another draft")
-    except (ManifestError, OSError):
-        shutil.rmtree(model, ignore_errors=True)
-        command_package(argparse.Namespace(champion=None, draft=None, out=model, no_golden=False, no_fallback=False))
-    return model
 
 
 def command_site(args) -> None:
@@ -213,9 +127,9 @@ def parser() -> argparse.ArgumentParser:
     package.add_argument("--no-fallback", action="store_true", help="skip champion.onnx (the champion for browsers without WebGPU)")
     package.set_defaults(run=command_package)
 
-    verify = commands.add_parser("verify", help="check hashes, schema and identities of a package")
-    verify.add_argument("dir", type=Path)
-    verify.set_defaults(run=command_verify)
+    check = commands.add_parser("check", help="check hashes, schema and identities of a package")
+    check.add_argument("dir", type=Path)
+    check.set_defaults(run=command_check)
 
     synth = commands.add_parser("synth", help="tiny random champion + draft package for tests")
     synth.add_argument("--out", type=Path, required=True)

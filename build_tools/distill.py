@@ -31,7 +31,7 @@ def champion_package(spec: Path, out: Path, log) -> Path:
     if (spec / "manifest.json").exists():
         return spec
     if not (out / "manifest.json").exists():
-        from .__main__ import export_fallback, read_source
+        from .recipes import export_fallback, read_source
         from .package import build_package
 
         log(f"[distill] packaging the champion {spec} -> {out}")
@@ -41,7 +41,9 @@ def champion_package(spec: Path, out: Path, log) -> Path:
 
 def champion_source(package: Path):
     from .source import ModelSource
-    from .verify import load_manifest, read_champion
+    from pyodide_app.package_check import load_manifest
+
+    from .reference import read_champion
 
     manifest = load_manifest(package)
     config, tensors = read_champion(package, manifest)

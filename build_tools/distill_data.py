@@ -63,7 +63,9 @@ def open_champion(package: Path, slots: int, capacity: int):
     import torch
 
     from .distill_champion import BatchedChampion
-    from .verify import load_manifest, read_champion
+    from pyodide_app.package_check import load_manifest
+
+    from .reference import read_champion
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     manifest = load_manifest(package)

@@ -23,17 +23,17 @@ from pyodide_app.manifest import (
     SHARD_LIMIT_BYTES,
     TENSOR_ALIGNMENT,
     ModelConfig,
-    canonical_json,
     check_manifest,
     sha256_hex,
     tensor_bytes,
     tokenizer_identity,
 )
+from pyodide_app.package_check import MANIFEST_FILE, file_entry, weights_identity  # noqa: F401 - re-exported
 
 from .prebuilt_draft import PrebuiltDraft
 from .source import ModelSource, SourceError, Tensor, layer_tensor_names
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_FILE
 TOKENIZER_FILE = "tokenizer.json"
 TEMPLATE_FILE = "chat_template.jinja"
 GOLDEN_FILE = "golden.json"
@@ -116,11 +116,6 @@ def tensor_digest(tensor: Tensor) -> str:
     return hashlib.sha256(tensor.raw_bytes()).hexdigest()
 
 
-def weights_identity(tensors: dict[str, dict]) -> str:
-    """Hash of the tensor table with each tensor's content hash (independent of sharding)."""
-    return sha256_hex(canonical_json({n: [t["format"], t["shape"], t["sha256"]] for n, t in tensors.items()}))
-
-
 class ShardWriter:
     """Packs tensors into numbered shards of at most SHARD_LIMIT_BYTES, each tensor 256-byte aligned."""
 
@@ -160,14 +155,6 @@ class ShardWriter:
         if self.handle is not None:
             self.handle.close()
             self.handle = None
-
-
-def file_entry(path: Path) -> dict:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def check_draft_identity(champion: ModelSource, draft: DraftPlan) -> None:

@@ -53,7 +53,7 @@ def _waterfall(result, axes):
 
 
 def _speedup_cdf(result, axes):
-    from .bench import paired_speedups
+    from .bench_stats import paired_speedups
 
     records = [r for r in result["records"] if r["stratum"] != "repetitive"]
     for arm in {r["arm"] for r in records} - {"none"}:

@@ -15,12 +15,14 @@ overwritten later: rollback is logical.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import gguf
 import numpy as np
 
-from pyodide_app.manifest import FORMATS, ModelConfig
+from pyodide_app.manifest import FORMATS, ModelConfig, read_tensor_bytes
+from pyodide_app.package_check import load_manifest
 
 from .source import Tensor
 
@@ -157,3 +159,16 @@ def greedy_generate(model: ReferenceModel, prompt: Sequence[int], max_new: int, 
             break
         logits = model.forward([token], cache, len(prompt) + len(out) - 1)[-1]
     return out
+
+
+def read_champion(folder: Path, manifest: dict | None = None) -> tuple[ModelConfig, dict[str, Tensor]]:
+    """Config and tensors (raw blocks) of a package's champion, for the numpy reference."""
+    folder = Path(folder)
+    manifest = manifest or load_manifest(folder)
+    config = ModelConfig.from_dict(manifest["champion"]["config"])
+    tensors = {}
+    for name, entry in manifest["champion"]["tensors"].items():
+        raw = read_tensor_bytes(folder, entry)
+        data = np.frombuffer(raw, dtype=np.float32 if entry["format"] == "f32" else np.uint8)
+        tensors[name] = Tensor(entry["format"], tuple(entry["shape"]), data)
+    return config, tensors

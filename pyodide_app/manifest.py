@@ -1,6 +1,6 @@
 """Model package manifest: schema, model config and identity hashes (standard library only).
 
-The same code validates a package at build time (build_tools verify) and in
+The same code validates a package at build time (build_tools check) and in
 the browser's worker before anything is uploaded to the GPU. Layout and field
 meanings: docs/PACKAGE_FORMAT.md.
 """

@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from build_tools.__main__ import default_package  # noqa: E402
-from build_tools.reference import ReferenceModel  # noqa: E402
-from build_tools.verify import read_champion  # noqa: E402
+from build_tools.recipes import default_package  # noqa: E402
+from build_tools.reference import ReferenceModel, read_champion  # noqa: E402
 from pyodide_app.champion import VerifyRequest  # noqa: E402
 from pyodide_app.gpu_champion import GPUChampion  # noqa: E402
-from pyodide_app.native.onnx_champion import OnnxChampionRuntime, open_runtime  # noqa: E402
+from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
+from pyodide_app.native.onnx_champion import OnnxChampionRuntime  # noqa: E402
 from pyodide_app.native.wgpu_device import WgpuDevice  # noqa: E402
 from pyodide_app.processors import SamplingSettings  # noqa: E402
 from pyodide_app.sampling import SeededDraws  # noqa: E402

@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from build_tools.__main__ import default_package  # noqa: E402
+from build_tools.recipes import default_package  # noqa: E402
 from build_tools.distill_prompts import evaluation_prompts  # noqa: E402
 from pyodide_app.chat_template import ChatTemplate  # noqa: E402
-from pyodide_app.native.onnx_champion import open_runtime  # noqa: E402
+from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
 
 ROWS = 5  # k = 4 drafts + the frontier

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from build_tools.__main__ import default_package  # noqa: E402
+from build_tools.recipes import default_package  # noqa: E402
 from build_tools.distill import champion_source  # noqa: E402
 from build_tools.export_onnx import export_llama  # noqa: E402
 from build_tools.reference import ReferenceModel  # noqa: E402

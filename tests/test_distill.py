@@ -13,14 +13,14 @@ import shutil
 import numpy as np
 import torch
 
-from build_tools.__main__ import DEFAULT_DRAFT
+from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import tokens_per_call
 from build_tools.prebuilt_draft import read_prebuilt
 from build_tools.synth import synth_models
-from pyodide_app.native.onnx_champion import open_runtime
+from pyodide_app.native.dense_champion import open_runtime
 
 from .conftest import run_build_tools
 from .model_fixtures import write_gguf
@@ -71,7 +71,7 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
     assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["id_map"] == entry["id_map"]
     assert manifest["identity"]["draft_tokenizer"] == manifest["identity"]["tokenizer"]
     assert (package / "draft.onnx").read_bytes() == (out / "draft.onnx").read_bytes()
-    assert run_build_tools("verify", str(package)).returncode == 0
+    assert run_build_tools("check", str(package)).returncode == 0
 
     damaged = tmp_path / "damaged"
     shutil.copytree(out, damaged, ignore=shutil.ignore_patterns("data", "eval-data", "champion"))

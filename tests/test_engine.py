@@ -151,7 +151,7 @@ def sharp_self_draft(synth_package):
     """A draft that is the champion itself (numpy reference): q overlaps p a lot but
     is sharper (temperature 0.3), so rejections are common and the residual differs strongly from p."""
     from build_tools.reference import CachedLogits, ReferenceModel
-    from build_tools.verify import read_champion
+    from build_tools.reference import read_champion
     from pyodide_app.proposers import ModelDraft
 
     config, tensors = read_champion(synth_package)

@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from build_tools.reference import ReferenceModel
-from build_tools.verify import read_champion
+from build_tools.reference import ReferenceModel, read_champion
 from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
 from pyodide_app.errors import TargetNumericError

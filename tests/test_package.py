@@ -40,7 +40,7 @@ def test_synth_package_layout(synth_package):
     for tensor in manifest["champion"]["tensors"].values():
         for part in tensor["parts"]:
             assert part["offset"] % TENSOR_ALIGNMENT == 0
-    assert run_build_tools("verify", str(synth_package)).returncode == 0
+    assert run_build_tools("check", str(synth_package)).returncode == 0
 
 
 def test_shards_respect_the_size_limit_and_alignment(real_package):
@@ -55,7 +55,7 @@ def test_shards_respect_the_size_limit_and_alignment(real_package):
 
 
 def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package, tmp_path):
-    assert run_build_tools("verify", str(real_package)).returncode == 0
+    assert run_build_tools("check", str(real_package)).returncode == 0
     broken = copy_package(real_package, tmp_path)
     manifest = json.loads((broken / "manifest.json").read_text())
     for shard in sorted(n for n in manifest["files"] if n.endswith(".bin")):
@@ -64,9 +64,9 @@ def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package,
         data = bytearray(original)
         data[len(data) // 2] ^= 0x01
         path.write_bytes(bytes(data))
-        assert_one_line_error(run_build_tools("verify", str(broken)), shard, "sha256")
+        assert_one_line_error(run_build_tools("check", str(broken)), shard, "sha256")
         path.write_bytes(original)
-    assert run_build_tools("verify", str(broken)).returncode == 0
+    assert run_build_tools("check", str(broken)).returncode == 0
 
 
 @pytest.mark.parametrize("damage, named", [
@@ -119,7 +119,7 @@ def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, dam
         manifest["draft"]["id_map"] = id_map
     if damage not in ("bad_json",) and damage.startswith(("edit", "wrong")):
         manifest_path.write_text(json.dumps(manifest))
-    assert_one_line_error(run_build_tools("verify", str(pkg)), named)
+    assert_one_line_error(run_build_tools("check", str(pkg)), named)
 
 
 def test_truncated_gguf_is_refused_and_nothing_is_written(tmp_path):

@@ -13,9 +13,8 @@ import onnxruntime as ort
 import pytest
 
 from build_tools.hf_source import read_hf_folder
-from build_tools.reference import ReferenceModel, greedy_generate
+from build_tools.reference import ReferenceModel, greedy_generate, read_champion
 from build_tools.synth import synth_models
-from build_tools.verify import read_champion
 from pyodide_app.chat_template import ChatTemplate
 from pyodide_app.sampling import categorical_from_uniform
 from pyodide_app.tokenizer import Tokenizer
@@ -211,7 +210,7 @@ def test_hugging_face_folder_is_converted_to_gguf_conventions(tmp_path, dtype):
     assert (ours.argmax(-1) == hf.argmax(-1)).mean() >= 0.75
     result = run_build_tools("package", "--champion", str(folder), "--draft", "self:1", "--out", str(tmp_path / "pkg"), "--no-golden")
     assert result.returncode == 0, result.stderr
-    assert run_build_tools("verify", str(tmp_path / "pkg")).returncode == 0
+    assert run_build_tools("check", str(tmp_path / "pkg")).returncode == 0
 
 
 def test_without_the_q_k_permutation_the_hf_model_is_wrong():

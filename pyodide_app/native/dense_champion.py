@@ -4,6 +4,7 @@ champion shards: the graph file holds no weights, only external-data references 
 and handed to onnxruntime as external initializers. The same download serves the WebGPU and CPU paths.
 
 Memory: ~4 bytes per weight (SmolLM2: ~540 MB), while onnxruntime copies them into the session.
+`open_runtime` gives a package's CPU champion: this graph, or champion.onnx (compact) when asked or absent.
 """
 
 from __future__ import annotations
@@ -55,3 +56,13 @@ def open_dense_runtime(folder: Path, manifest: dict, graph: Path, entry: dict, t
     runtime = OnnxChampionRuntime(Path(graph).read_bytes(), entry, threads=threads, options=options)
     runtime.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
     return runtime
+
+
+def open_runtime(folder: Path, manifest: dict, compact: bool = False) -> OnnxChampionRuntime:
+    """The package's CPU champion: the float32 graph filled from the shards (above), or with
+    compact=True (or an older package) champion.onnx."""
+    entry = manifest.get("cpu_champion")
+    if entry and not compact:
+        return open_dense_runtime(Path(folder), manifest, Path(folder) / entry["onnx"], entry, threads=2)
+    entry = manifest["fallback"]
+    return OnnxChampionRuntime(Path(folder) / entry["onnx"], entry, threads=2)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..chat_template import ChatTemplate
 from ..engine import Engine
 from ..gpu_champion import GPUChampion
+from ..package_check import check_package, load_manifest
 from ..tokenizer import Tokenizer
 from .onnx_draft import OnnxDraftRuntime
 from .wgpu_device import WgpuDevice
@@ -15,22 +15,17 @@ from .wgpu_device import WgpuDevice
 SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
 
 
-def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, verify: bool = True,
+def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, check: bool = True,
                 backend: str = "webgpu", kernels: str = "auto") -> Engine:
     """backend "webgpu" (wgpu-py), "cpu" (the float32 champion_cpu.onnx with weights from the shards, or
     champion.onnx when the package has no such graph; acceptance in Python) or "cpu-compact" (champion.onnx,
     MatMulNBits: the browser's low-memory fallback). kernels: the WebGPU matmul family (GPUChampion)."""
     folder = Path(folder)
-    if verify:
-        from build_tools.verify import verify_package  # hashes, schema, identities: refuse a damaged package
-
-        manifest = verify_package(folder)
-    else:
-        manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = check_package(folder) if check else load_manifest(folder)  # check: refuse a damaged package
     limit = min(context_limit or manifest["generation"]["context_limit"], manifest["generation"]["context_limit"])
     if backend in ("cpu", "cpu-compact"):
         from ..cpu_champion import CpuChampion
-        from .onnx_champion import open_runtime
+        from .dense_champion import open_runtime
 
         champion = CpuChampion(open_runtime(folder, manifest, compact=backend == "cpu-compact"), limit)
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -26,15 +25,3 @@ class OnnxChampionRuntime(OnnxDraftRuntime):
         self.past = {name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")}
         self.cached.extend(tokens)
         return out["all_logits"][0]
-
-
-def open_runtime(folder: Path, manifest: dict, compact: bool = False) -> OnnxChampionRuntime:
-    """The package's CPU champion: the float32 graph filled from the shards (dense_champion.py), or with
-    compact=True (or an older package) champion.onnx."""
-    entry = manifest.get("cpu_champion")
-    if entry and not compact:
-        from .dense_champion import open_dense_runtime
-
-        return open_dense_runtime(Path(folder), manifest, Path(folder) / entry["onnx"], entry, threads=2)
-    entry = manifest["fallback"]
-    return OnnxChampionRuntime(Path(folder) / entry["onnx"], entry, threads=2)

@@ -1,8 +1,8 @@
-"""Check a model package on disk, and read its tensors back.
+"""Checking a model package on disk (standard library only): schema, every file's size and sha256, and the
+identity block recomputed from the contents. The builder (build_tools), the CLIs and the native loader all
+use it; the first problem is raised as ManifestError("<file>", "<problem>").
 
-verify: schema, every file's size and sha256, the identity block recomputed
-from the contents, champion/draft identity agreement. The first problem is
-raised as ManifestError("<file>", "<problem>").
+("verify" in this project means speculative verification; a package is "checked".)
 """
 
 from __future__ import annotations
@@ -11,24 +11,35 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
+from .manifest import ManifestError, canonical_json, check_manifest, read_tensor_bytes, sha256_hex, tokenizer_identity
 
-from pyodide_app.manifest import ManifestError, ModelConfig, check_manifest, read_tensor_bytes, sha256_hex, tokenizer_identity
+MANIFEST_FILE = "manifest.json"
 
-from .package import MANIFEST, file_entry, weights_identity
-from .source import Tensor
+
+def file_entry(path: Path) -> dict:
+    """{"bytes", "sha256"} of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": Path(path).stat().st_size, "sha256": digest.hexdigest()}
+
+
+def weights_identity(tensors: dict[str, dict]) -> str:
+    """Hash of the tensor table with each tensor's content hash (independent of sharding)."""
+    return sha256_hex(canonical_json({n: [t["format"], t["shape"], t["sha256"]] for n, t in tensors.items()}))
 
 
 def load_manifest(folder: Path) -> dict:
-    path = Path(folder) / MANIFEST
+    path = Path(folder) / MANIFEST_FILE
     try:
         manifest = json.loads(path.read_text())
     except FileNotFoundError:
         raise ManifestError(str(path), "missing (not a package folder)") from None
     except (ValueError, UnicodeDecodeError) as error:
-        raise ManifestError(MANIFEST, f"not valid JSON ({error})") from None
+        raise ManifestError(MANIFEST_FILE, f"not valid JSON ({error})") from None
     if not isinstance(manifest, dict):
-        raise ManifestError(MANIFEST, "not a JSON object")
+        raise ManifestError(MANIFEST_FILE, "not a JSON object")
     return manifest
 
 
@@ -58,35 +69,21 @@ def check_identity(folder: Path, manifest: dict) -> None:
         if hashlib.sha256(read_tensor_bytes(folder, entry)).hexdigest() != entry["sha256"]:
             raise ManifestError(entry["parts"][0]["shard"], f"tensor {name} does not match its hash")
     if identity.get("champion_weights") != weights_identity(tensors):
-        raise ManifestError(MANIFEST, "champion_weights identity does not match the tensor table")
-    draft = manifest.get("draft")
-    if draft is not None and identity.get("draft_weights") != file_entry(folder / draft["onnx"])["sha256"]:
-        raise ManifestError(draft["onnx"], "draft_weights identity does not match the file")
-    fallback = manifest.get("fallback")
-    if fallback is not None and identity.get("fallback_weights") != file_entry(folder / fallback["onnx"])["sha256"]:
-        raise ManifestError(fallback["onnx"], "fallback_weights identity does not match the file")
+        raise ManifestError(MANIFEST_FILE, "champion_weights identity does not match the tensor table")
+    for entry_name, identity_key in (("draft", "draft_weights"), ("fallback", "fallback_weights")):
+        entry = manifest.get(entry_name)
+        if entry is not None and identity.get(identity_key) != file_entry(folder / entry["onnx"])["sha256"]:
+            raise ManifestError(entry["onnx"], f"{identity_key} identity does not match the file")
 
 
-def verify_package(folder: Path) -> dict:
+def check_package(folder: Path) -> dict:
+    """The package's manifest, after every check passed."""
     folder = Path(folder)
     manifest = load_manifest(folder)
     try:
         check_manifest(manifest)
     except (KeyError, TypeError) as error:
-        raise ManifestError(MANIFEST, f"malformed ({type(error).__name__}: {error})") from None
+        raise ManifestError(MANIFEST_FILE, f"malformed ({type(error).__name__}: {error})") from None
     check_files(folder, manifest)
     check_identity(folder, manifest)
     return manifest
-
-
-def read_champion(folder: Path, manifest: dict | None = None) -> tuple[ModelConfig, dict[str, Tensor]]:
-    """Config and tensors (raw blocks) of a package's champion, for the numpy reference."""
-    folder = Path(folder)
-    manifest = manifest or load_manifest(folder)
-    config = ModelConfig.from_dict(manifest["champion"]["config"])
-    tensors = {}
-    for name, entry in manifest["champion"]["tensors"].items():
-        raw = read_tensor_bytes(folder, entry)
-        data = np.frombuffer(raw, dtype=np.float32 if entry["format"] == "f32" else np.uint8)
-        tensors[name] = Tensor(entry["format"], tuple(entry["shape"]), data)
-    return config, tensors

@@ -1,0 +1,98 @@
+"""Bench statistics, a pure module (no browser): survival curves, medians, paired speed-ups, the per-stratum
+summary and its Markdown table. build_tools.bench and build_tools.plots both use it."""
+
+from __future__ import annotations
+
+import statistics
+
+SEPARATE_STRATA = ("repetitive",)  # reported apart from the "all" rows
+PEERS = ("ort-wasm", "ort-webgpu", "wllama-1t", "wllama-2t")  # the table's "× peer" columns
+# onnxruntime-web's WebGPU EP decodes at ~0.05 tok/s on lavapipe here: it runs once, on the first greedy
+# prompt; its decode rate is compared against every stratum.
+SLOW_PEER = "ort-webgpu"
+
+
+def survival(records: list[dict]) -> list[float]:
+    """S_i = prod_{j<=i} (accepted at j / reached j), pooled over the records."""
+    def pooled(key: str) -> list[int]:  # per-position sums; records differ in length (k, adaptive)
+        totals: list[int] = []
+        for r in records:
+            for i, n in enumerate(r.get(key) or []):
+                totals.extend([0] * (i + 1 - len(totals)))
+                totals[i] += n
+        return totals
+
+    reached, accepted = pooled("reached"), pooled("accepted_at")
+    out, s = [], 1.0
+    for a, n in zip(accepted, reached):
+        if not n:
+            break
+        s *= a / n
+        out.append(s)
+    return out
+
+
+def median_of(records, key):
+    values = [r[key] for r in records if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def paired_speedups(records: list[dict], arm: str, base: str) -> list[float]:
+    """Per-request decode speed-up of `arm` over `base` on the same prompt and setting."""
+    by_key = {(r["setting"], r["prompt"]): r for r in records if r["arm"] == base and r.get("decode_tps")}
+    return [r["decode_tps"] / by_key[(r["setting"], r["prompt"])]["decode_tps"]
+            for r in records if r["arm"] == arm and r.get("decode_tps") and (r["setting"], r["prompt"]) in by_key]
+
+
+def summarize(records: list[dict], arms) -> list[dict]:
+    """Rows per (setting, stratum, arm); arms: objects with .name, in table order."""
+    rows = []
+    groups = sorted({(r["setting"], r["stratum"]) for r in records})
+    for setting, stratum in groups + [(s, "all (excl. repetitive)") for s in sorted({r["setting"] for r in records})]:
+        pool = [r for r in records if r["setting"] == setting and
+                (r["stratum"] == stratum or (stratum.startswith("all") and r["stratum"] not in SEPARATE_STRATA))]
+        base = median_of([r for r in pool if r["arm"] == "none"], "decode_tps")
+        peers = {p: median_of([r for r in pool if r["arm"] == p], "decode_tps") for p in PEERS}
+        if setting == "greedy" and peers[SLOW_PEER] is None:  # measured once per run (see SLOW_PEER)
+            peers[SLOW_PEER] = median_of([r for r in records if r["arm"] == SLOW_PEER], "decode_tps")
+        for arm in arms:
+            mine = [r for r in pool if r["arm"] == arm.name]
+            if not mine:
+                continue
+            tps = median_of(mine, "decode_tps")
+            pairs = paired_speedups(pool, arm.name, "none")
+            rows.append({
+                "setting": setting, "stratum": stratum, "arm": arm.name, "requests": len(mine),
+                "errors": sum(1 for r in mine if "error" in r),
+                "decode_tps": tps, "speedup_vs_none": tps / base if tps and base else None,
+                "speedup_vs_ort_wasm": tps / peers["ort-wasm"] if tps and peers["ort-wasm"] else None,
+                "speedup_vs_ort_webgpu": tps / peers["ort-webgpu"] if tps and peers["ort-webgpu"] else None,
+                "speedup_vs_wllama_1t": tps / peers["wllama-1t"] if tps and peers["wllama-1t"] else None,
+                "speedup_vs_wllama_2t": tps / peers["wllama-2t"] if tps and peers["wllama-2t"] else None,
+                "per_request_speedup": quartiles(pairs), "tokens_per_call": median_of(mine, "tokens_per_call"),
+                "ttft_s": median_of(mine, "ttft_s"), "survival": survival(mine),
+                "time_split_s": {k: statistics.median([r["time_s"][k] for r in mine if r.get("time_s")])
+                                 for k in ("draft", "verify", "sync", "other")} if any(r.get("time_s") for r in mine) else None,
+            })
+    return rows
+
+
+def quartiles(values: list[float]):
+    if not values:
+        return None
+    if len(values) == 1:
+        return {"min": values[0], "q1": values[0], "median": values[0], "q3": values[0], "max": values[0]}
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"min": min(values), "q1": q1, "median": median, "q3": q3, "max": max(values)}
+
+
+def table(rows: list[dict]) -> str:
+    fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
+    lines = ["| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | × wllama (1 thread) | × wllama (2 threads) | tokens/call | TTFT s | n |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | {fmt(r['speedup_vs_none'], '.2f')} | "
+                     f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | "
+                     f"{fmt(r.get('speedup_vs_wllama_1t'), '.2f')} | {fmt(r.get('speedup_vs_wllama_2t'), '.2f')} | {fmt(r['tokens_per_call'], '.2f')} | "
+                     f"{fmt(r['ttft_s'], '.2f')} | {r['requests']}{' (' + str(r['errors']) + ' failed)' if r['errors'] else ''} |")
+    return "\n".join(lines) + "\n"
