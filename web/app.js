@@ -339,6 +339,7 @@ worker.postMessage({
   type: "load", kMax: 8, context: Number(params.get("context")) || 2048,
   kernels: params.get("kernels"), kernelChoices: rememberedKernels(),
   backend: params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto", backendChoices: remembered(BACKEND_CHOICES_KEY),
+  backendFrom: params.get("backend") ? "url" : "settings",
   cpuFloorMs: params.has("cpu_floor_ms") ? Number(params.get("cpu_floor_ms")) : null,
 });
 $("backend-choice").value = params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto";

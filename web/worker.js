@@ -105,7 +105,10 @@ async function loadRuntime(site) {
 // backend: "auto" (the faster champion on this device: timed at the first load, then remembered in
 // backendChoices {"<adapter>|<champion weights hash>": "webgpu" | "cpu"}), "webgpu" or "cpu" (Settings).
 // cpuFloorMs: the CPU_PATH_FLOOR_MS override (?cpu_floor_ms=, tests: 0 times the CPU champion on any device).
-async function load({ kMax, context, kernels = null, kernelChoices = {}, backend = "auto", backendChoices = {}, cpuFloorMs = null }) {
+// backendFrom: "url" or "settings", where a non-auto backend came from (said in the reason shown).
+async function load({ kMax, context, kernels = null, kernelChoices = {}, backend = "auto", backendChoices = {}, cpuFloorMs = null,
+                      backendFrom = "settings" }) {
+  const chosenBy = backendFrom === "url" ? "set in the page address" : "chosen in Settings";
   const started = performance.now();
   const seconds = (since) => (performance.now() - since) / 1000;
   const timing = {};  // seconds per phase, reported in the ready message
@@ -138,7 +141,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
   const remembered = gpu && backend === "auto" ? backendChoices[deviceKey] : null;
   const choice = { asked: backend, measured: null, why: null };  // reported in the ready message
   if (gpu && hasCpuChampion && (backend === "cpu" || remembered === "cpu")) {
-    choice.why = backend === "cpu" ? "chosen in Settings" : "faster than WebGPU on this device (measured at an earlier load)";
+    choice.why = backend === "cpu" ? chosenBy : "faster than WebGPU on this device (measured at an earlier load)";
     fallbackReason = choice.why;
     gpu.device.destroy();
     gpu = null;
@@ -199,7 +202,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
       gpu = null;
     }
   } else if (gpu && backend === "webgpu") {
-    choice.why = "chosen in Settings";
+    choice.why = chosenBy;
   }
   if (gpu) {
     gpu.device.lost.then((info) => {
