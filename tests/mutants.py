@@ -47,8 +47,8 @@ MUTANTS = (
         Edit("let a = min(1.0, work[y] / q_y);", "let a = min(1.0, work[y]);"),
     ), "accept with probability min(1, p) instead of min(1, p/q)"),
     Mutant("wgsl_bonus_from_wrong_row", VERIFY, (
-        Edit("    let terminal = sample(lane, 0u, u);",
-             "    if (k > 0u) { _ = process_row(lane, k - 1u); }\n    let terminal = sample(lane, 0u, u);"),
+        Edit("    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));",
+             "    if (k > 0u) { _ = process_row(lane, k - 1u); }\n    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));"),
     ), "the bonus token sampled from row k-1 instead of row k"),
     Mutant("wgsl_top_p_boundary", VERIFY, (
         Edit("while (mass < cfg.top_p && cut > 0.0", "while (mass <= cfg.top_p && cut > 0.0"),
