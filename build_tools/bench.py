@@ -241,9 +241,10 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                     log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: "
                         + (f"error {record['error']}" if "error" in record else
                            f"{record.get('n_tokens', len(record.get('tokens', [])))} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
-            kernel = None
+            kernel = profile = None
             if info["backend"] == "WebGPU":
                 kernel = page.evaluate("(n) => window.specChat.kernel(n)", kernel_repeats)
+                profile = {rows: page.evaluate("([t, n]) => window.specChat.profile(t, n)", [rows, kernel_repeats]) for rows in (1, 5)}
             instance.close()
     finally:
         server.shutdown()
@@ -264,7 +265,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
         "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
         "backend_choice": info.get("choice"), "kernels": info.get("kernels"), "auto": auto_costs,
         "peer_gguf": str(gguf) if gguf else None,
-        "kernel": kernel, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
+        "kernel": kernel, "kernel_profile_ms": profile, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
         "summary": summary, "records": records,
     }
     out.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,10 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     assert all(r["decode_tps"] and r["decode_tps"] > 0 for r in overall)
     assert next(r for r in overall if r["arm"] == "none")["speedup_vs_none"] == 1.0
     assert [k["rows"] for k in bench["kernel"]] == list(range(1, 10))
+    for rows in ("1", "5"):  # the page's profile by kernel kind (JSON keys are strings)
+        kinds = bench["kernel_profile_ms"][rows]
+        assert {"matmul", "attention", "lm head", "verify", "forward + verify"} <= set(kinds), kinds
+        assert kinds["matmul"]["dispatches"] > 0 and kinds["forward + verify"]["ms"] > 0
     assert bench["load"]["warm"]["model_files_from_cache"] == bench["load"]["warm"]["model_files"]  # the second load is warm
     assert set(bench["memory_bytes"]) == {"weights", "kv", "scratch", "draft"}
     for plot in ("survival", "waterfall", "speedup_cdf", "break_even"):

@@ -158,6 +158,7 @@ window.specChat = {
              first_tokens: firstTokens };
   },
   kernel: (repeats) => workerCall("kernel", { repeats }),
+  profile: (rows, repeats) => workerCall("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
   forget: () => workerCall("forget", {}),  // the next request prefills from scratch, like a fresh conversation
   peer: (backend, req) => workerCall("peer", { backend, request: req }),
 };

@@ -304,6 +304,13 @@ async function kernel({ repeats }) {
   return bench.sweep_summary(times).toJs({ dict_converter: Object.fromEntries });
 }
 
+// Milliseconds per forward by kernel kind at T = rows (kernel_bench.profile_by_kind; WebGPU champion only).
+async function profile({ rows, repeats }) {
+  const bench = pyodide.pyimport("pyodide_app.kernel_bench");
+  const result = await bench.profile_by_kind.callPromising(engine.champion, rows, repeats);
+  return result.toJs({ dict_converter: Object.fromEntries });
+}
+
 // The peer users would otherwise pick: the same champion (champion.onnx) decoded greedily on
 // onnxruntime-web alone, wasm or WebGPU execution provider, one token per run, KV cache via host arrays.
 async function peerRunner(backend) {
@@ -350,9 +357,9 @@ self.onmessage = (message) => {
     try {
       if (data.type === "load") await load(data);
       else if (data.type === "chat") await chat(data);
-      else if (data.type === "kernel" || data.type === "peer" || data.type === "forget") {
+      else if (data.type === "kernel" || data.type === "profile" || data.type === "peer" || data.type === "forget") {
         try {
-          const work = { kernel, peer, forget: async () => { engine.forget_context(); return true; } }[data.type];
+          const work = { kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } }[data.type];
           post({ type: "result", id: data.id, value: await work(data) });
         } catch (error) {
           post({ type: "result", id: data.id, error: String(error.message || error).split("\n").filter(Boolean).pop() });
