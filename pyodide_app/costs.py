@@ -51,10 +51,19 @@ def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
 
 def measure_costs(champion, draft_runtime, t_max: int, repeats: int = 2) -> Generator[Wait, None, CostModel]:
     """Verify time for T = 1..t_max (rows per call; k_max + 1) and the draft's step time."""
-    rows_measured = sorted({min(r, t_max) for r in MEASURED_ROWS})
+    best = yield from verify_ms_by_rows(champion, sorted({min(r, t_max) for r in MEASURED_ROWS}), repeats)
+    draft_ms = None
+    if draft_runtime is not None:
+        draft_ms = yield from _draft_step_ms(draft_runtime, repeats)
+    return CostModel(interpolate(best, t_max), draft_ms)
+
+
+def verify_ms_by_rows(champion, rows_measured: Sequence[int], repeats: int) -> Generator[Wait, None, dict[int, float]]:
+    """{T: best-of-`repeats` ms of a greedy verify call of T rows (point-mass drafts)} after CONTEXT; the
+    sweeps interleave the row counts and the first one warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(CONTEXT[:-1]))
     best = {rows: float("inf") for rows in rows_measured}
-    for repeat in range(repeats + 1):  # the first sweep warms up
+    for repeat in range(repeats + 1):
         for rows in rows_measured:
             drafts = tuple(200 + i for i in range(rows - 1))
             request = VerifyRequest(CONTEXT, len(CONTEXT) - 1, drafts, tuple(PointMass(d) for d in drafts), repeat,
@@ -64,10 +73,7 @@ def measure_costs(champion, draft_runtime, t_max: int, repeats: int = 2) -> Gene
             if repeat:
                 best[rows] = min(best[rows], (time.perf_counter() - began) * 1000)
     champion.forget()
-    draft_ms = None
-    if draft_runtime is not None:
-        draft_ms = yield from _draft_step_ms(draft_runtime, repeats)
-    return CostModel(interpolate(best, t_max), draft_ms)
+    return best
 
 
 def _draft_step_ms(runtime, repeats: int) -> Generator[Wait, None, float]:

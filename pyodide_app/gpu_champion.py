@@ -138,9 +138,10 @@ class GPUChampion:
                 self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
         families = KERNEL_FAMILIES if kernels == "auto" else (kernels,)
         prefill_header = constants_header(config, self.context_limit, self.prefill_rows, negative_control)
+        uniform_vec4s = self.t_max * self.k_widest // 4 if self.uniform_activations else None
         for family in families:
             source = shader_source(f"matmul_{family}")
-            code = header + common + self._matmul_source(family, source)
+            code = header + common + matmul_source(source, uniform_vec4s)
             prefill_code = prefill_header + common + matmul_source(source, None)
             for entry in MATMUL_ENTRIES:
                 self.pipelines[f"{family}.{entry}"] = gpu.create_pipeline(code, entry, f"{family}.{entry}")
@@ -149,7 +150,6 @@ class GPUChampion:
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
         self.steps_by_family = {family: self._build_steps(family) for family in families}
         self.prefill_steps_by_family = {family: self._build_steps(family, prefill=True) for family in families}
-        self._use_family(families[0])
         self.verify_step = self._verify_step()
         self.verify_only = [self.verify_step]
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
@@ -165,10 +165,15 @@ class GPUChampion:
         """One small forward at load: compiles every pipeline before the first request. Measured on
         lavapipe: when the first forward ever has 5 or more rows, every later call stays 10-50x slower
         (a scheduling quirk of the CPU rasterizer); a 4-row first call avoids it."""
-        rows = min(4, self.t_max, self.context_limit)
+        self._forward_and_wait(min(4, self.t_max, self.context_limit))
+        self.kv_tokens = []  # the warm-up rows hold nothing anyone asked for
+
+    def _forward_and_wait(self, rows: int) -> float:
+        """Seconds for a forward of `rows` placeholder tokens at position 0, until the device finished it."""
+        began = time.perf_counter()
         self.forward([0] * rows, 0)
         self.gpu.read_buffer(self.result, 0, 4)
-        self.kv_tokens = []  # the warm-up rows hold nothing anyone asked for
+        return time.perf_counter() - began
 
     def _use_family(self, family: str) -> None:
         self.kernel_family = family
@@ -186,13 +191,7 @@ class GPUChampion:
             self._use_family(family)
             timing = {}
             for rows, key in ((1, "t1_ms"), (wide, "t5_ms")):
-                best = math.inf
-                for _ in range(repeats):
-                    began = time.perf_counter()
-                    self.forward([0] * rows, 0)
-                    self.gpu.read_buffer(self.result, 0, 4)
-                    best = min(best, time.perf_counter() - began)
-                timing[key] = best * 1000
+                timing[key] = min(self._forward_and_wait(rows) for _ in range(repeats)) * 1000
             self.kernel_timings[family] = timing
         self._use_family(min(families, key=lambda f: sum(self.kernel_timings[f].values())))
         self.kv_tokens = []
@@ -268,9 +267,6 @@ class GPUChampion:
     @staticmethod
     def _entry_points(name: str) -> tuple[str, ...]:
         return {"rope_kv": ("rope_q", "store_kv")}.get(name, (name,))
-
-    def _matmul_source(self, family: str, source: str) -> str:
-        return matmul_source(source, self.t_max * self.k_widest // 4 if self.uniform_activations else None)
 
     # -- the dispatch plan -------------------------------------------------
 
@@ -348,18 +344,19 @@ class GPUChampion:
         return self.verify_plans[rows]
 
     def plan(self, rows: int) -> list[Dispatch]:
-        if not 1 <= rows <= self.t_max:
-            raise ValueError(f"{rows} rows; the champion was built for 1..{self.t_max}")
-        if rows not in self.plans:
-            self.plans[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in self.steps]
-        return self.plans[rows]
+        return self._replay(self.plans, self.steps, rows, self.t_max, "the champion was built")
 
     def prefill_plan(self, rows: int) -> list[Dispatch]:
-        if not 1 <= rows <= self.prefill_rows:
-            raise ValueError(f"{rows} rows; prefill was built for 1..{self.prefill_rows}")
-        if rows not in self.prefill_plans:
-            self.prefill_plans[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in self.prefill_steps]
-        return self.prefill_plans[rows]
+        return self._replay(self.prefill_plans, self.prefill_steps, rows, self.prefill_rows, "prefill was built")
+
+    @staticmethod
+    def _replay(cache: dict, steps: list, rows: int, most: int, what: str) -> list[Dispatch]:
+        """The dispatches of `steps` for `rows` rows, built once per row count and kept in `cache`."""
+        if not 1 <= rows <= most:
+            raise ValueError(f"{rows} rows; {what} for 1..{most}")
+        if rows not in cache:
+            cache[rows] = [Dispatch(p, g, workgroups(rows), label) for p, g, workgroups, label in steps]
+        return cache[rows]
 
     # -- running -----------------------------------------------------------
 

@@ -14,6 +14,7 @@ import time
 
 from .acceptance import PointMass
 from .champion import VerifyRequest
+from .costs import verify_ms_by_rows
 from .processors import SamplingSettings
 from .sampling import SeededDraws
 from .waits import finish
@@ -79,18 +80,7 @@ def profile_by_kind(champion, rows: int, repeats: int = 3, position: int = 64) -
     return profile
 
 
-def decode_step_ms(champion, repeats: int = 3, context_length: int = 32) -> float:
-    """Best-of-`repeats` milliseconds of one greedy champion-alone step (a 1-row verify call) after a
-    context of `context_length` tokens: what a token costs on this champion. The KV cache is forgotten."""
-    context = tuple(100 + i for i in range(context_length))
-    finish(champion.prefill(context[:-1]))
-    settings = SamplingSettings(temperature=0)
-    best = float("inf")
-    for repeat in range(repeats + 1):  # the first call warms up
-        request = VerifyRequest(context, len(context) - 1, (), (), repeat, settings, SeededDraws(repeat))
-        began = time.perf_counter()
-        finish(champion.verify(request))
-        if repeat:
-            best = min(best, time.perf_counter() - began)
-    champion.forget()
-    return best * 1000
+def decode_step_ms(champion, repeats: int = 3) -> float:
+    """Best-of-`repeats` milliseconds of one greedy champion-alone step (a 1-row verify call after a
+    64-token context): what a token costs on this champion. The KV cache is forgotten."""
+    return finish(verify_ms_by_rows(champion, (1,), repeats))[1]
