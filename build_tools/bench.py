@@ -141,12 +141,11 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=
 
 # -- the command ----------------------------------------------------------------------------------
 
-def peer_gguf(model: Path, site: Path) -> Path | None:
+def peer_gguf(manifest: dict, site: Path) -> Path | None:
     """The GGUF the llama.cpp peer runs: the default champion's file for the default package, a GGUF written
     from the synthetic source for a synthetic package, else None (the wllama arms then record an error)."""
     from .gguf_source import DEFAULT_MODEL_FILE, default_champion_path
 
-    manifest = json.loads((Path(model) / "manifest.json").read_text())
     source = str(manifest.get("source", ""))
     if source == DEFAULT_MODEL_FILE:
         return default_champion_path()
@@ -158,19 +157,17 @@ def peer_gguf(model: Path, site: Path) -> Path | None:
     return None
 
 
-def prompt_renderer(model: Path):
+def prompt_renderer(model: Path, manifest: dict):
     """messages -> the chat-templated prompt string (what the app tokenizes), for the llama.cpp peer."""
     from pyodide_app.chat_template import ChatTemplate
 
-    manifest = json.loads((Path(model) / "manifest.json").read_text())
     template = ChatTemplate.from_jinja((Path(model) / manifest["chat_template"]).read_text())
     return template.render
 
 
-def token_decoder(model: Path):
+def token_decoder(model: Path, manifest: dict):
     from pyodide_app.tokenizer import Tokenizer
 
-    manifest = json.loads((Path(model) / "manifest.json").read_text())
     return Tokenizer.from_json((Path(model) / manifest["tokenizer"]).read_text()).decode
 
 
@@ -191,6 +188,8 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
 
     from .plots import write_plots
     from .serve import make_server
+    from pyodide_app.package_check import load_manifest
+
     from .site import add_bench_peer, build_site
 
     arms = [a for a in ARMS if arm_names is None or a.name in arm_names]
@@ -201,9 +200,12 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
     (out / "records.jsonl").unlink(missing_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
     build_site(model, site)
-    gguf = peer_gguf_path or peer_gguf(model, site)
-    add_bench_peer(site, gguf)
-    render = prompt_renderer(model)
+    manifest = load_manifest(model)
+    gguf = None
+    if any(a.peer == "wllama" for a in arms):  # the llama.cpp peer's page and model file, only when it runs
+        gguf = peer_gguf_path or peer_gguf(manifest, site)
+        add_bench_peer(site, gguf)
+    render = prompt_renderer(model, manifest)
     server = make_server(site, port=0, quiet=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/?nosw&backend={backend}"
@@ -224,7 +226,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                 auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
                 log(f"auto: policy {auto_costs and auto_costs['policy_version']}, costs {auto_costs and auto_costs['costs']}")
             peer_page = None
-            if gguf is not None and any(a.peer == "wllama" for a in arms):  # a second tab, same browser session
+            if gguf is not None:  # a second tab, same browser session
                 peer_page = context.new_page()
                 peer_page.goto(url.split("?")[0] + "bench/wllama.html")
                 peer_page.wait_for_function("() => window.wllamaReady === true", timeout=60_000)
@@ -248,7 +250,7 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
             instance.close()
     finally:
         server.shutdown()
-    decode = token_decoder(model)
+    decode = token_decoder(model, manifest)
     for record in records:  # greedy peers: do they produce the champion's answer?
         base = next((r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]), None)
         if record["arm"].startswith("ort-") and "tokens" in record:

@@ -349,6 +349,9 @@ async function peer({ backend, request }) {
            total_s: (done - started) / 1000, session_s };
 }
 
+// Calls the bench makes through window.specChat (app.js); each answers with one result message.
+const BENCH_CALLS = { kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
+
 let queue = Promise.resolve();
 self.onmessage = (message) => {
   const data = message.data;
@@ -357,9 +360,9 @@ self.onmessage = (message) => {
     try {
       if (data.type === "load") await load(data);
       else if (data.type === "chat") await chat(data);
-      else if (data.type === "kernel" || data.type === "profile" || data.type === "peer" || data.type === "forget") {
+      else if (Object.hasOwn(BENCH_CALLS, data.type)) {
         try {
-          const work = { kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } }[data.type];
+          const work = BENCH_CALLS[data.type];
           post({ type: "result", id: data.id, value: await work(data) });
         } catch (error) {
           post({ type: "result", id: data.id, error: String(error.message || error).split("\n").filter(Boolean).pop() });

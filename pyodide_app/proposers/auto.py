@@ -34,7 +34,7 @@ from ..errors import SpecChatError
 from ..sampling import Draws
 from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
-from .prompt_lookup import PromptLookup
+from .prompt_lookup import PromptLookup, point_masses
 
 AUTO_POLICY_VERSION = 1
 LOOKUP_PRIOR = {1: 0.25, 2: 0.45, 3: 0.65}  # prior acceptance per draft position, by match length n
@@ -155,8 +155,8 @@ class AutoProposer:
         choice = self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
         self.last = choice
         self.rounds[choice.label] += 1
-        if choice.source == "prompt_lookup":
-            return self.lookup.propose(context, choice.k, round_index, draws)
+        if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k
+            return point_masses(match[1][: choice.k])
         if choice.source == "neural":
             try:
                 return (yield from settle(self.neural.propose(context, choice.k, round_index, draws)))

@@ -29,10 +29,7 @@ class PromptLookup:
         if k <= 0:
             return EMPTY_PROPOSAL
         match = self.match(context, k)
-        if match is None:
-            return EMPTY_PROPOSAL
-        tokens = match[1]
-        return Proposal(tokens, tuple(PointMass(t) for t in tokens))
+        return EMPTY_PROPOSAL if match is None else point_masses(match[1])
 
     def match(self, context: Sequence[int], k: int) -> tuple[int, tuple[int, ...]] | None:
         """(n, up to k continuation tokens) of the longest matching n-gram, or None."""
@@ -45,6 +42,11 @@ class PromptLookup:
 
     def reset(self) -> None:
         pass
+
+
+def point_masses(tokens: Sequence[int]) -> Proposal:
+    """Copied tokens as a proposal: each a point mass q = delta(token)."""
+    return Proposal(tuple(tokens), tuple(PointMass(t) for t in tokens))
 
 
 def find_latest_earlier(context: list[int], pattern: list[int]) -> int | None:
