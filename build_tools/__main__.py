@@ -85,7 +85,7 @@ def command_bench(args) -> None:
         args.prompts, args.sampled_prompts = 1, 1
     result = run_bench(model, args.out, args.browser, args.max_tokens, args.prompts, args.sampled_prompts,
                        split(args.strata), split(args.arms), args.kernel_repeats, backend=args.backend,
-                       peer_gguf_path=args.peer_gguf)
+                       peer_gguf_path=args.peer_gguf, call_timeout_s=args.call_timeout)
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
 
@@ -158,6 +158,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--kernel-repeats", type=int, default=3)
     bench.add_argument("--quick", action="store_true", help="every arm on six short strata, 12 tokens (about 10 minutes)")
     bench.add_argument("--peer-gguf", type=Path, help="GGUF for the llama.cpp (wllama) peer (default: the package's own source)")
+    bench.add_argument("--call-timeout", type=float, default=900, help="seconds one arm may take for one prompt before it counts as hung")
     bench.add_argument("--backend", choices=("auto", "webgpu", "cpu"), default="auto",
                        help="where the page runs the champion (auto: the faster, measured at the first load)")
     bench.set_defaults(run=command_bench)

@@ -26,6 +26,7 @@ SEED = 20261129
 # Arms of the sampled setting (the peers decode greedily only; fewer arms keep the run under 30 min).
 SAMPLED_ARMS = ("none", "lookup-k4", "lookup-adaptive", "neural-k4", "neural-adaptive", "hybrid-k4", "auto")
 SLOW_PEER_TOKENS = 6  # the one run of SLOW_PEER (bench_stats) decodes this many tokens
+CALL_TIMEOUT_S = 900  # one arm's answer to one prompt; past it the arm counts as hung
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,23 @@ def page_request(arm: Arm, prompt: str, setting: str, max_tokens: int) -> dict:
 
 # -- driving the page -------------------------------------------------------------------------------
 
+class Hung(RuntimeError):
+    """A page call gave no answer within its time limit."""
+
+
+def call(page, function: str, arg=None, timeout_s: float = CALL_TIMEOUT_S):
+    """page.evaluate(function, arg), raising Hung after timeout_s (Playwright's evaluate waits forever)."""
+    script = ("async ([arg, ms]) => { let timer; const limit = new Promise((_, reject) => { timer = setTimeout("
+              "() => reject(new Error(`HUNG: no answer in ${ms / 1000} s`)), ms); });"
+              f" try {{ return await Promise.race([({function})(arg), limit]); }} finally {{ clearTimeout(timer); }} }}")
+    try:
+        return page.evaluate(script, [arg, timeout_s * 1000])
+    except Exception as error:
+        if "HUNG: " in str(error):
+            raise Hung(f"{function[:80]}: no answer in {timeout_s:g} s") from None
+        raise
+
+
 def open_page(context, url: str, timeout_s: float = 900):
     page = context.new_page()
     page.goto(url)
@@ -90,14 +108,23 @@ def open_page(context, url: str, timeout_s: float = 900):
     return page, page.evaluate("window.specChat.info()")
 
 
+def open_peer_page(context, url: str):
+    """The llama.cpp peer's page (bench/wllama.html) in a new tab of the bench's browser session."""
+    peer_page = context.new_page()
+    peer_page.goto(url.split("?")[0] + "bench/wllama.html")
+    peer_page.wait_for_function("() => window.wllamaReady === true", timeout=60_000)
+    return peer_page
+
+
 def runs_on(arm: Arm, item: dict, first_greedy: dict) -> bool:
     if item["setting"] != "greedy":
         return arm.name in SAMPLED_ARMS
     return arm.name != SLOW_PEER or item is first_greedy
 
 
-def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None) -> dict:
-    """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt."""
+def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None, timeout_s: float = CALL_TIMEOUT_S) -> dict:
+    """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt.
+    A peer that hangs yields a record with an error (Hung for the caller to see); the app's own page raises Hung."""
     if arm.name == SLOW_PEER:
         max_tokens = min(max_tokens, SLOW_PEER_TOKENS)
     request = page_request(arm, item["prompt"], item["setting"], max_tokens)
@@ -106,7 +133,9 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=
         if peer_page is None:
             return {**record, "error": "no GGUF file for this package: the llama.cpp peer cannot run"}
         try:
-            out = peer_page.evaluate("([p, n, t]) => window.wllamaPeer.run(p, n, t)", [render(request["messages"]), max_tokens, arm.threads])
+            out = call(peer_page, "([p, n, t]) => window.wllamaPeer.run(p, n, t)", [render(request["messages"]), max_tokens, arm.threads], timeout_s)
+        except Hung as error:
+            return {**record, "error": str(error), "hung": True}
         except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
             return {**record, "error": str(error).splitlines()[0][:300]}
         n = out["tokens"]
@@ -116,15 +145,17 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=
                 "tokens_per_call": 1.0, "llama_timings": out["timings"], "isolated": out["isolated"]}
     if arm.peer:
         try:
-            out = page.evaluate("([backend, req]) => window.specChat.peer(backend, req)", [arm.peer, request])
+            out = call(page, "([backend, req]) => window.specChat.peer(backend, req)", [arm.peer, request], timeout_s)
+        except Hung as error:
+            return {**record, "error": str(error), "hung": True}
         except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
             return {**record, "error": str(error).splitlines()[0][:300]}
         n = len(out["tokens"])
         return {**record, "tokens": out["tokens"], "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
                 "decode_tps": (n - 1) / out["decode_s"] if n > 1 and out["decode_s"] > 0 else None,
                 "load_extra_s": out["session_s"], "tokens_per_call": 1.0}
-    page.evaluate("() => window.specChat.forget()")  # every arm pays its own prefill (TTFT is comparable)
-    out = page.evaluate("(req) => window.specChat.chat(req)", request)
+    call(page, "() => window.specChat.forget()", None, timeout_s)  # every arm pays its own prefill (TTFT is comparable)
+    out = call(page, "(req) => window.specChat.chat(req)", request, timeout_s)
     done = out["done"]
     if done is None or done.get("type") != "done":
         return {**record, "error": json.dumps(done)[:300]}
@@ -181,9 +212,12 @@ def launch(playwright, browser: str):
 
 def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int = 16, per_stratum: int = 1,
               sampled_per_stratum: int = 1, strata: list[str] | None = None, arm_names: list[str] | None = None,
-              kernel_repeats: int = 3, log=print, backend: str = "auto", peer_gguf_path: Path | None = None) -> dict:
+              kernel_repeats: int = 3, log=print, backend: str = "auto", peer_gguf_path: Path | None = None,
+              call_timeout_s: float = CALL_TIMEOUT_S) -> dict:
     """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
-    peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model))."""
+    peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model)).
+    call_timeout_s: the most one arm may take for one prompt; a peer past it is not run again (its
+    later prompts record why), the app's page past it ends the run (records.jsonl keeps what ran)."""
     from playwright.sync_api import sync_playwright
 
     from .plots import write_plots
@@ -222,20 +256,27 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
             log(f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of {info['load']['model_files']} files cached)")
             auto_costs = None
             if any(a.proposer == "auto" for a in arms):  # auto measures the device once: not inside a timed arm
-                warm = page.evaluate("(req) => window.specChat.chat(req)", page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1))
+                warm = call(page, "(req) => window.specChat.chat(req)", page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1), call_timeout_s)
                 auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
                 log(f"auto: policy {auto_costs and auto_costs['policy_version']}, costs {auto_costs and auto_costs['costs']}")
-            peer_page = None
-            if gguf is not None:  # a second tab, same browser session
-                peer_page = context.new_page()
-                peer_page.goto(url.split("?")[0] + "bench/wllama.html")
-                peer_page.wait_for_function("() => window.wllamaReady === true", timeout=60_000)
+            peer_page = open_peer_page(context, url) if gguf is not None else None  # a second tab, same session
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
+            hung: set[str] = set()  # peers that gave no answer once: not run again
             for index, item in enumerate(items):
                 for arm in arms:
                     if not runs_on(arm, item, first_greedy):
                         continue
-                    record = run_arm(page, arm, item, max_tokens, peer_page, render)
+                    if arm.name in hung:
+                        record = {"arm": arm.name, **item, "error": "not run: this peer hung on an earlier prompt"}
+                    else:
+                        record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s)
+                        if record.get("hung") and arm.peer == "wllama":  # a fresh tab and one more try
+                            log(f"{arm.name} hung ({record['error']}): reopening its tab and trying once more")
+                            peer_page.close()
+                            peer_page = open_peer_page(context, url)
+                            record = {**run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s), "retried": True}
+                    if record.get("hung"):
+                        hung.add(arm.name)
                     records.append(record)
                     out.mkdir(parents=True, exist_ok=True)
                     with open(out / "records.jsonl", "a") as raw:  # kept even if the run dies later
@@ -245,8 +286,9 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                            f"{record.get('n_tokens', len(record.get('tokens', [])))} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
             kernel = profile = None
             if info["backend"] == "WebGPU":
-                kernel = page.evaluate("(n) => window.specChat.kernel(n)", kernel_repeats)
-                profile = {rows: page.evaluate("([t, n]) => window.specChat.profile(t, n)", [rows, kernel_repeats]) for rows in (1, 5)}
+                kernel = call(page, "(n) => window.specChat.kernel(n)", kernel_repeats, call_timeout_s)
+                profile = {rows: call(page, "([t, n]) => window.specChat.profile(t, n)", [rows, kernel_repeats], call_timeout_s)
+                           for rows in (1, 5)}
             instance.close()
     finally:
         server.shutdown()

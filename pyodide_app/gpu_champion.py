@@ -15,7 +15,6 @@ they are ever read, so rollback is just passing the committed length.
 from __future__ import annotations
 
 import math
-import struct
 import time
 from array import array
 from typing import Callable, Sequence
@@ -25,6 +24,7 @@ from .champion import VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .gpu_weights import WeightUploader, byte_range, largest_binding
+from .kernel_abi import PARAMS, RESULT_BYTES, SHAPE, VERIFY, VERIFY_RESULT, DraftKind, ResultKind, Status, wgsl_declarations
 from .manifest import ModelConfig
 from .sampling import SeededDraws
 
@@ -38,10 +38,10 @@ COLUMNS_PER_INVOCATION = 8
 COLUMNS_PER_SPLIT_GROUP = 8
 PREFILL_ROWS = 64  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
 VERIFY_SHADERS = ("philox", "verify")
-RESULT_KINDS = {0: "sample", 1: "bonus", 2: "correction"}
-RESULT_BYTES = 20  # accepted, terminal, kind, status, rows: all a round reads back
-RESULT_ERRORS = {1: TargetNumericError, 2: ResidualMassError, 3: DraftNumericError}
-DRAFT_KINDS = {FullRow: 1, ReducedRow: 2, PointMass: 3}
+RESULT_KINDS = {ResultKind.SAMPLE: "sample", ResultKind.BONUS: "bonus", ResultKind.CORRECTION: "correction"}
+RESULT_ERRORS = {Status.TARGET_NUMERIC: TargetNumericError, Status.RESIDUAL_MASS: ResidualMassError,
+                 Status.DRAFT_NUMERIC: DraftNumericError}
+DRAFT_KINDS = {FullRow: DraftKind.FULL_ROWS, ReducedRow: DraftKind.REDUCED_ROWS, PointMass: DraftKind.POINT_MASSES}
 WORKGROUP = 64
 
 
@@ -59,7 +59,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
     lines.append(f"const SCALE: f32 = {1.0 / math.sqrt(config.head_dim)!r};")
     lines.append(f"const RESAMPLE_FROM_TARGET: bool = {'true' if negative_control else 'false'};")
     lines.append(f"const RESIDUAL_FLOOR: f32 = {FLOAT_RESIDUAL_FLOOR!r};")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + wgsl_declarations()
 
 
 def matmul_source(source: str, uniform_vec4s: int | None) -> str:
@@ -225,7 +225,7 @@ class GPUChampion:
         c, gpu = self.config, self.gpu
         t = self.prefill_rows  # activations hold a prefill chunk; logits and verify buffers T_max rows
         f32 = 4
-        self.params = gpu.create_buffer(16, "params", usage="uniform")
+        self.params = gpu.create_buffer(PARAMS.size, "params", usage="uniform")
         self.tokens = gpu.create_buffer(t * 4, "tokens")
         self.x = gpu.create_buffer(t * c.d_model * f32, "x")
         # Matmul inputs (h, attn, gate); the verify plans may bind them as uniform arrays of T_max * k_widest floats.
@@ -244,13 +244,13 @@ class GPUChampion:
         self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
         self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")
         gpu.write_buffer(self.rope, 0, rope_table(c, self.context_limit))
-        self.verify_cfg = gpu.create_buffer(48, "verify_cfg", usage="uniform")
+        self.verify_cfg = gpu.create_buffer(VERIFY.size, "verify_cfg", usage="uniform")
         self.presence_words = (c.vocab_size + 31) // 32
         self.presence = gpu.create_buffer(self.presence_words * 4, "presence")
         self.q_rows = gpu.create_buffer((self.t_max - 1) * c.vocab_size * f32, "q_rows")
         self.id_map = gpu.create_buffer(c.vocab_size * 4, "id_map")
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
-        self.result = gpu.create_buffer(32, "result")
+        self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")
         self.shapes = {}
         activations = t * c.d_model + t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + t * c.d_ffn + 3 * t * self.k_widest
         verify = (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
@@ -259,8 +259,8 @@ class GPUChampion:
 
     def _shape(self, k: int, n: int):
         if (k, n) not in self.shapes:
-            buffer = self.gpu.create_buffer(16, f"shape.{k}x{n}", usage="uniform")
-            self.gpu.write_buffer(buffer, 0, struct.pack("<4I", k, n, 0, 0))
+            buffer = self.gpu.create_buffer(SHAPE.size, f"shape.{k}x{n}", usage="uniform")
+            self.gpu.write_buffer(buffer, 0, SHAPE.pack(k=k, n=n))
             self.shapes[(k, n)] = buffer
         return self.shapes[(k, n)]
 
@@ -367,7 +367,7 @@ class GPUChampion:
         if position + rows > self.context_limit:
             raise ValueError(f"positions up to {position + rows} exceed the KV capacity {self.context_limit}")
         plan = self.prefill_plan(rows) if prefill else self.plan(rows)
-        self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, position, 0, 0))
+        self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=position))
         self.gpu.write_buffer(self.tokens, 0, array("I", tokens).tobytes())
         self.kv_tokens = self.kv_tokens[:position]  # rows from here are unknown until the submit completes
         self.gpu.submit(plan)
@@ -437,19 +437,20 @@ class GPUChampion:
             raise ValueError(f"positions up to {request.committed_kv + rows} exceed the KV capacity {self.context_limit}")
         settings = request.settings
         self._write_presence(request.context, settings.repetition_penalty != 1)
-        kind = self._write_draft_rows(request) if k and not settings.greedy else 3
+        kind = self._write_draft_rows(request) if k and not settings.greedy else DraftKind.POINT_MASSES
         seed = 0
         if not settings.greedy:
             if not isinstance(request.draws, SeededDraws):
                 raise TypeError("the GPU champion samples with Philox on the device: request.draws must be SeededDraws")
             seed = request.draws.stream.seed
-        reduced = len(request.draft_rows[0].ids) if kind == 2 else 0
-        self.gpu.write_buffer(self.verify_cfg, 0, struct.pack(
-            "<4I3fI4I", k, 1 if settings.greedy else 0, kind, reduced,
-            float(settings.temperature), float(settings.top_p), float(settings.repetition_penalty), settings.top_k,
-            seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF, request.round_index, 0,
+        reduced = len(request.draft_rows[0].ids) if kind == DraftKind.REDUCED_ROWS else 0
+        self.gpu.write_buffer(self.verify_cfg, 0, VERIFY.pack(
+            drafts=k, greedy=1 if settings.greedy else 0, draft_kind=kind, reduced=reduced,
+            temperature=float(settings.temperature), top_p=float(settings.top_p),
+            penalty=float(settings.repetition_penalty), top_k=settings.top_k,
+            seed_lo=seed & 0xFFFFFFFF, seed_hi=(seed >> 32) & 0xFFFFFFFF, round=request.round_index,
         ))
-        self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, request.committed_kv, 0, 0))
+        self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=request.committed_kv))
         self.gpu.write_buffer(self.tokens, 0, array("I", (request.context[-1],) + tuple(request.drafts)).tobytes())
         return rows
 
@@ -457,10 +458,11 @@ class GPUChampion:
         began = time.perf_counter()
         data = self.gpu.read_buffer(self.result, 0, RESULT_BYTES)
         self.wait_seconds += time.perf_counter() - began
-        accepted, terminal, kind_code, status, _ = struct.unpack("<5I", data)
-        if status:
-            raise RESULT_ERRORS[status](f"verify kernel status {status} at row {accepted}")
-        return Decision(accepted, terminal, RESULT_KINDS[kind_code])
+        result = VERIFY_RESULT.unpack(data)
+        if result["status"] != Status.OK:
+            status = Status(result["status"])
+            raise RESULT_ERRORS[status](f"verify kernel status {status.name} at row {result['accepted']}")
+        return Decision(result["accepted"], result["terminal"], RESULT_KINDS[ResultKind(result["kind"])])
 
     def _write_presence(self, context: Sequence[int], needed: bool) -> None:
         """Bit i set: token i occurs in the committed context (for the repetition penalty)."""
@@ -477,13 +479,13 @@ class GPUChampion:
         kind = DRAFT_KINDS[type(rows[0])]
         if any(DRAFT_KINDS[type(r)] != kind for r in rows):
             raise ValueError("all draft rows of a round must be of one kind")
-        if kind == 2:
+        if kind == DraftKind.REDUCED_ROWS:
             ids = rows[0].ids
             if any(r.ids is not ids and tuple(r.ids) != tuple(ids) for r in rows):
                 raise ValueError("reduced draft rows of a round must share one id map")
             self.gpu.write_buffer(self.id_map, 0, array("I", ids).tobytes())
-        if kind in (1, 2):
-            width = self.vocab_size if kind == 1 else len(rows[0].ids)
+        if kind in (DraftKind.FULL_ROWS, DraftKind.REDUCED_ROWS):
+            width = self.vocab_size if kind == DraftKind.FULL_ROWS else len(rows[0].ids)
             for i, row in enumerate(rows):
                 self.gpu.write_buffer(self.q_rows, i * width * 4, f32_data(row.probs))
         return kind

@@ -13,11 +13,11 @@ freed when loading ends.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from .gpu import Binding, Dispatch, GPUDevice
+from .kernel_abi import REPACK, wgsl_declarations
 
 BLOCK_ELEMENTS = 32
 GGUF_BLOCK_BYTES = {"q4_1": 20, "q8_0": 34}
@@ -85,8 +85,9 @@ class WeightUploader:
         self.gpu = gpu
         quantised = [sum(p["bytes"] for p in e["parts"]) for e in tensors.values() if e["format"] != "f32"]
         self.staging = gpu.create_buffer(max(quantised, default=16), "repack.staging") if quantised else None
-        self.job = gpu.create_buffer(16, "repack.job", usage="uniform")
-        self.pipelines = {f: gpu.create_pipeline(repack_source, f"repack_{f}", f"repack_{f}") for f in GGUF_BLOCK_BYTES}
+        self.job = gpu.create_buffer(REPACK.size, "repack.job", usage="uniform")
+        code = wgsl_declarations() + repack_source
+        self.pipelines = {f: gpu.create_pipeline(code, f"repack_{f}", f"repack_{f}") for f in GGUF_BLOCK_BYTES}
 
     def upload(self, name: str, entry: dict, read_part: Callable[[dict], Any]) -> GPUTensor:
         size = sum(p["bytes"] for p in entry["parts"])
@@ -103,7 +104,7 @@ class WeightUploader:
         scale_offset, total = repacked_layout(format, blocks)
         tensor = GPUTensor(self.gpu.create_buffer(total, name), format, blocks, scale_offset)
         grid = repack_grid(blocks)
-        self.gpu.write_buffer(self.job, 0, struct.pack("<4I", blocks, grid[0], 0, 0))
+        self.gpu.write_buffer(self.job, 0, REPACK.pack(blocks=blocks, groups_x=grid[0]))
         pipeline = self.pipelines[format]
         bindings = [Binding(self.job), Binding(self.staging), tensor.quants(), tensor.scales()]
         group = self.gpu.create_bind_group(pipeline, bindings, f"repack.{name}")

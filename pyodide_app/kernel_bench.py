@@ -9,12 +9,12 @@ warms the pipelines up and is dropped. Used natively (scripts/bench_champion.py)
 from __future__ import annotations
 
 import statistics
-import struct
 import time
 
 from .acceptance import PointMass
 from .champion import VerifyRequest
 from .costs import verify_ms_by_rows
+from .kernel_abi import PARAMS
 from .processors import SamplingSettings
 from .sampling import SeededDraws
 from .waits import finish
@@ -61,7 +61,7 @@ def profile_by_kind(champion, rows: int, repeats: int = 3, position: int = 64) -
     """Milliseconds per forward spent in each kernel kind at T = rows: each kind's dispatches are submitted
     alone (in plan order) and timed to completion, best of `repeats`; "forward + verify" is the whole plan.
     The kinds run on whatever the buffers hold, so the KV cache is forgotten afterwards."""
-    champion.gpu.write_buffer(champion.params, 0, struct.pack("<4I", rows, position, 0, 0))
+    champion.gpu.write_buffer(champion.params, 0, PARAMS.pack(rows=rows, position=position))
     plan = champion.verify_plan(rows)
     by_kind: dict[str, list] = {}
     for step in plan:

@@ -20,7 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyodide_app.gpu_champion import RESULT_BYTES, GPUChampion  # noqa: E402
+from pyodide_app.gpu_champion import GPUChampion  # noqa: E402
+from pyodide_app.kernel_abi import RESULT_BYTES  # noqa: E402
 from pyodide_app.kernel_bench import profile_by_kind, sweep_summary, verify_sweep  # noqa: E402
 from pyodide_app.native.wgpu_device import WgpuDevice  # noqa: E402
 

@@ -12,7 +12,6 @@
 // product, computed by the same expression for every t; `rows` is only a loop bound, so a row's result is
 // bitwise identical for every T.
 const COLUMNS: u32 = 8u;
-struct Shape { k: u32, n: u32, pad0: u32, pad1: u32 };
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> shape: Shape;
 @group(0) @binding(2) ACTIVATIONS_DECLARATION

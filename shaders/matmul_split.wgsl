@@ -7,7 +7,6 @@
 // Batch invariance: a (t, column) result depends only on row t's activations and that fixed order; `rows`
 // only bounds loops, so a row's result is bitwise identical for every T.
 const SLICES: u32 = 8u;
-struct Shape { k: u32, n: u32, pad0: u32, pad1: u32 };
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> shape: Shape;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;

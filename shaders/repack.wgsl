@@ -6,7 +6,6 @@
 //      scales: one u32 per block: Q4_1: f16 d | f16 m << 16 (the block's first word); Q8_0: f16 d (low half).
 // Block i (= row n * K/32 + block b) keeps index i in both outputs. Dispatch: (x, y) with x * y * 64 >= blocks;
 // invocation i = (id.y * x + id.x).
-struct Repack { blocks: u32, groups_x: u32, pad0: u32, pad1: u32 };
 @group(0) @binding(0) var<uniform> job: Repack;
 @group(0) @binding(1) var<storage, read> raw: array<u32>;
 @group(0) @binding(2) var<storage, read_write> quants: array<vec4<u32>>;

@@ -4,26 +4,12 @@
 //          tokens u32 [k+1] (tokens[1 + i] = draft i); presence u32 [ceil(V/32)] (bit set: token in the
 //          committed context); q f32 [k, Q] draft rows (Q = V for full rows, the reduced size for reduced
 //          rows with ids in id_map; unused for point masses); work f32 [2V] (processed row, residual).
-// Output:  result u32 [8] = accepted A, terminal token, kind (0 sample, 1 bonus, 2 correction),
-//          status (0 ok, 1 target numeric, 2 residual mass, 3 draft numeric), rows processed.
+// Output:  result: VerifyResult (accepted A, terminal token, a RESULT_* kind, a STATUS_* code, rows processed).
+// Settings: cfg: Verify. Both structs and the codes come from pyodide_app/kernel_abi.py.
 // Row j is processed at history context + drafts[0..j): repetition penalty (logit > 0: * (1/r), else * r)
 // -> greedy argmax (lowest index wins) or temperature -> top-k (ties to the lowest index) -> softmax ->
 // top-p (shortest prefix by (p desc, index asc) reaching p). Each invocation owns a contiguous chunk of
 // the vocabulary; partial results are combined in a fixed order, so results are deterministic.
-struct Verify {
-    drafts: u32,       // k
-    greedy: u32,       // 1: temperature 0
-    draft_kind: u32,   // 1 full rows, 2 reduced rows + id_map, 3 point masses
-    reduced: u32,      // Q for reduced rows
-    temperature: f32,
-    top_p: f32,
-    penalty: f32,
-    top_k: u32,        // 0: off
-    seed_lo: u32,
-    seed_hi: u32,
-    round: u32,
-    pad: u32,
-};
 @group(0) @binding(0) var<uniform> cfg: Verify;
 @group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read> tokens: array<u32>;
@@ -31,12 +17,12 @@ struct Verify {
 @group(0) @binding(4) var<storage, read> q: array<f32>;
 @group(0) @binding(5) var<storage, read> id_map: array<u32>;
 @group(0) @binding(6) var<storage, read_write> work: array<f32>;
-@group(0) @binding(7) var<storage, read_write> result: array<u32>;
+@group(0) @binding(7) var<storage, read_write> result: VerifyResult;
 
 const LANES: u32 = 256u;
 const CHUNK: u32 = (V + LANES - 1u) / LANES;
 // RESIDUAL_FLOOR comes from the header (acceptance.FLOAT_RESIDUAL_FLOOR): a residual mass at or below it is
-// rounding noise -> status 2, on both verifiers.
+// rounding noise -> STATUS_RESIDUAL_MASS, on both verifiers.
 const NEG_INF_BITS: u32 = 0xff800000u;
 // Probabilities below the smallest normal f32 are flushed to 0: many GPUs flush denormals anyway, so this
 // makes every adapter agree, and CPU rasterizers (lavapipe, SwiftShader) avoid slow denormal arithmetic.
@@ -139,7 +125,7 @@ fn penalized(row: u32, i: u32) -> f32 {
     return select(x * cfg.penalty, x * (1.0 / cfg.penalty), x > 0.0);
 }
 
-// work[0..V) <- the processed distribution of `row`; returns status (0 ok, 1 numeric).
+// work[0..V) <- the processed distribution of `row`; returns STATUS_OK or STATUS_TARGET_NUMERIC.
 // Greedy rows are a point mass on the argmax (lowest index wins): only greedy_token is set, work is not.
 fn process_row(lane: u32, row: u32) -> u32 {
     let start = chunk_start(lane);
@@ -157,13 +143,13 @@ fn process_row(lane: u32, row: u32) -> u32 {
         work[i] = scaled;  // scaled logits for now
         if (scaled > best) { best = scaled; best_index = i; }
     }
-    if (reduce_count(lane, bad) > 0u || reduce_count(lane, valid) == 0u) { return 1u; }
+    if (reduce_count(lane, bad) > 0u || reduce_count(lane, valid) == 0u) { return STATUS_TARGET_NUMERIC; }
     // Argmax, lowest index among equal maxima: the max value, then the smallest index holding it.
     let top = reduce_max(lane, best);
     let winner = V - reduce_max_index(lane, select(0u, V - best_index, best == top));
     if (cfg.greedy == 1u) {
         greedy_token = winner;
-        return 0u;
+        return STATUS_OK;
     }
     if (cfg.top_k > 0u && cfg.top_k < V) { apply_top_k(lane); }
     // Softmax over the kept entries (masked entries hold NEG_BIG and get 0).
@@ -178,7 +164,7 @@ fn process_row(lane: u32, row: u32) -> u32 {
     for (var i = start; i < end; i++) { work[i] = work[i] / total; }
     workgroupBarrier();
     if (cfg.top_p < 1.0) { apply_top_p(lane); }
-    return 0u;
+    return STATUS_OK;
 }
 
 fn reduce_max_index(lane: u32, value: u32) -> u32 {
@@ -308,8 +294,8 @@ fn sample(lane: u32, base: u32, u: f32) -> u32 {
 }
 
 fn draft_prob(row: u32, token: u32) -> f32 {
-    if (cfg.draft_kind == 1u) { return q[row * V + token]; }
-    if (cfg.draft_kind == 3u) { return select(0.0, 1.0, token == tokens[1u + row]); }
+    if (cfg.draft_kind == DRAFT_FULL_ROWS) { return q[row * V + token]; }
+    if (cfg.draft_kind == DRAFT_POINT_MASSES) { return select(0.0, 1.0, token == tokens[1u + row]); }
     for (var m = 0u; m < cfg.reduced; m++) {
         if (id_map[m] == token) { return q[row * cfg.reduced + m]; }
     }
@@ -323,13 +309,13 @@ fn residual(lane: u32, row: u32) -> f32 {
     var local = 0.0;
     for (var i = start; i < end; i++) {
         var q_i = 0.0;
-        if (cfg.draft_kind == 1u) { q_i = q[row * V + i]; }
-        if (cfg.draft_kind == 3u) { q_i = select(0.0, 1.0, i == tokens[1u + row]); }
+        if (cfg.draft_kind == DRAFT_FULL_ROWS) { q_i = q[row * V + i]; }
+        if (cfg.draft_kind == DRAFT_POINT_MASSES) { q_i = select(0.0, 1.0, i == tokens[1u + row]); }
         if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }  // negative control only (tests): the wrong residual p
         work[V + i] = max(work[i] - q_i, 0.0);
     }
     workgroupBarrier();
-    if (cfg.draft_kind == 2u && !RESAMPLE_FROM_TARGET) {
+    if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {
         for (var m = lane; m < cfg.reduced; m += LANES) {
             let id = id_map[m];
             work[V + id] = max(work[id] - q[row * cfg.reduced + m], 0.0);
@@ -342,11 +328,11 @@ fn residual(lane: u32, row: u32) -> f32 {
 
 fn finish(lane: u32, accepted: u32, terminal: u32, kind: u32, status: u32, rows: u32) {
     if (lane == 0u) {
-        result[0] = accepted;
-        result[1] = terminal;
-        result[2] = kind;
-        result[3] = status;
-        result[4] = rows;
+        result.accepted = accepted;
+        result.terminal = terminal;
+        result.kind = kind;
+        result.status = status;
+        result.rows = rows;
     }
 }
 
@@ -355,51 +341,51 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
     let seed = vec2<u32>(cfg.seed_lo, cfg.seed_hi);
     let k = cfg.drafts;
     for (var row = 0u; row <= k; row++) {
-        if (process_row(lane, row) != 0u) {
-            finish(lane, row, 0u, 0u, 1u, row + 1u);
+        if (process_row(lane, row) != STATUS_OK) {
+            finish(lane, row, 0u, RESULT_SAMPLE, STATUS_TARGET_NUMERIC, row + 1u);
             return;
         }
         if (row == k) { break; }
         let y = tokens[1u + row];
         if (lane == 0u) {
             var accept = 0u;
-            var status = 0u;
+            var status = STATUS_OK;
             if (cfg.greedy == 1u) {
                 accept = select(0u, 1u, y == greedy_token);
             } else {
                 let q_y = draft_prob(row, y);
-                if (!(q_y > 0.0)) { status = 3u; }
+                if (!(q_y > 0.0)) { status = STATUS_DRAFT_NUMERIC; }
                 let a = min(1.0, work[y] / q_y);
-                accept = select(0u, 1u, status == 0u && uniform24(seed, DOMAIN_ACCEPT, cfg.round, row) <= a);
+                accept = select(0u, 1u, status == STATUS_OK && uniform24(seed, DOMAIN_ACCEPT, cfg.round, row) <= a);
             }
             shared_u = accept | (status << 1u);
         }
         let decision = workgroupUniformLoad(&shared_u);
         if ((decision >> 1u) != 0u) {
-            finish(lane, row, 0u, 0u, decision >> 1u, row + 1u);
+            finish(lane, row, 0u, RESULT_SAMPLE, decision >> 1u, row + 1u);
             return;
         }
         if ((decision & 1u) == 1u) { continue; }
         // First rejection: greedy -> the row's argmax; stochastic -> sample the residual.
         if (cfg.greedy == 1u) {
-            finish(lane, row, greedy_token, 2u, 0u, row + 1u);
+            finish(lane, row, greedy_token, RESULT_CORRECTION, STATUS_OK, row + 1u);
             return;
         }
         let mass = residual(lane, row);
         if (!(mass > RESIDUAL_FLOOR)) {
-            finish(lane, row, 0u, 0u, 2u, row + 1u);
+            finish(lane, row, 0u, RESULT_SAMPLE, STATUS_RESIDUAL_MASS, row + 1u);
             return;
         }
         let terminal = sample(lane, V, uniform24(seed, DOMAIN_CORRECTION, cfg.round, row));
-        finish(lane, row, terminal, 2u, 0u, row + 1u);
+        finish(lane, row, terminal, RESULT_CORRECTION, STATUS_OK, row + 1u);
         return;
     }
     // All k accepted (or k = 0): bonus / plain sample from row k.
     let domain = select(DOMAIN_BONUS, DOMAIN_BASELINE, k == 0u);
     if (cfg.greedy == 1u) {
-        finish(lane, k, greedy_token, select(1u, 0u, k == 0u), 0u, k + 1u);
+        finish(lane, k, greedy_token, select(RESULT_BONUS, RESULT_SAMPLE, k == 0u), STATUS_OK, k + 1u);
         return;
     }
     let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));
-    finish(lane, k, terminal, select(1u, 0u, k == 0u), 0u, k + 1u);
+    finish(lane, k, terminal, select(RESULT_BONUS, RESULT_SAMPLE, k == 0u), STATUS_OK, k + 1u);
 }

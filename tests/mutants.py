@@ -32,10 +32,10 @@ MUTANTS = (
     # ---- the WGSL verify kernel ----
     Mutant("wgsl_residual_ignores_q", VERIFY, (
         Edit("if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }", "q_i = 0.0;"),
-        Edit("if (cfg.draft_kind == 2u && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
+        Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
     ), "after a rejection, sample from p instead of norm([p - q]+)"),
     Mutant("wgsl_residual_ignores_reduced_q", VERIFY, (
-        Edit("if (cfg.draft_kind == 2u && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
+        Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
     ), "the residual subtracts q for full rows and point masses but not for reduced rows"),
     Mutant("wgsl_reduced_q_full_stride", VERIFY, (
         Edit("q[row * cfg.reduced + m]", "q[row * V + m]", count=2),

@@ -17,7 +17,8 @@ from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
 from pyodide_app.errors import TargetNumericError
 from pyodide_app.gpu import GPUUnsupported, check_limits
-from pyodide_app.gpu_champion import KERNEL_FAMILIES, RESULT_BYTES, GPUChampion
+from pyodide_app.gpu_champion import KERNEL_FAMILIES, GPUChampion
+from pyodide_app.kernel_abi import RESULT_BYTES
 from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings, process_row
 from pyodide_app.proposers import NoProposer, PromptLookup

@@ -8,8 +8,6 @@ for batch invariance (row t bitwise equal for every T) and in its accumulate (`_
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pytest
 
@@ -18,6 +16,7 @@ from build_tools.source import quantize
 from pyodide_app.gpu import Binding, Dispatch
 from pyodide_app.gpu_champion import COLUMNS_PER_INVOCATION, COLUMNS_PER_SPLIT_GROUP, KERNEL_FAMILIES, matmul_source
 from pyodide_app.gpu_weights import GGUF_BLOCK_BYTES, QUANT_BYTES, WeightUploader
+from pyodide_app.kernel_abi import PARAMS, SHAPE, wgsl_declarations
 
 from .conftest import ROOT
 
@@ -74,10 +73,10 @@ class MatmulRig:
         self.weight = upload(gpu, self.tensor)
         self.x_vec4s = T_MAX * K // 4
         source = matmul_source(shader(f"matmul_{family}"), self.x_vec4s if uniform_activations else None)
-        code = f"const TMAX: u32 = {T_MAX}u;\n" + shader("common") + source
+        code = f"const TMAX: u32 = {T_MAX}u;\n" + wgsl_declarations() + shader("common") + source
         self.params = gpu.create_buffer(16, "params", usage="uniform")
         shape = gpu.create_buffer(16, "shape", usage="uniform")
-        gpu.write_buffer(shape, 0, struct.pack("<4I", K, N, 0, 0))
+        gpu.write_buffer(shape, 0, SHAPE.pack(k=K, n=N))
         self.x = gpu.create_buffer(T_MAX * K * 4, "x", usage="storage+uniform")
         self.y = gpu.create_buffer(T_MAX * N * 4, "y")
         x_binding = Binding(self.x, 0, self.x_vec4s * 16) if uniform_activations else Binding(self.x)
@@ -93,7 +92,7 @@ class MatmulRig:
     def run(self, x: np.ndarray, y0: np.ndarray | None = None) -> np.ndarray:
         """y = x @ W^T, or y0 + x @ W^T when y0 is given; x: f32 [rows, K]."""
         rows = len(x)
-        self.gpu.write_buffer(self.params, 0, struct.pack("<4I", rows, 0, 0, 0))
+        self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=0))
         self.gpu.write_buffer(self.x, 0, np.ascontiguousarray(x, np.float32).tobytes())
         if y0 is not None:
             self.gpu.write_buffer(self.y, 0, np.ascontiguousarray(y0, np.float32).tobytes())
