@@ -109,6 +109,21 @@ def test_a_corrupted_shard_is_refused_naming_it(playwright_instance, tmp_path, s
     assert "champion-000.bin" in message and "sha256" in message, message
 
 
+def test_a_kernel_that_does_not_compile_is_named(playwright_instance, tmp_path, synth_package):
+    """A WGSL error (here: a broken verify kernel in the served site) stops the load with the kernel's name,
+    not a later, unexplained failure (gpu.js runs pipeline creation inside error scopes)."""
+    url, server = serve_site(synth_package, tmp_path / "site")
+    verify = tmp_path / "site" / "vendor" / "shaders" / "verify.wgsl"
+    verify.write_text(verify.read_text().replace("let k = cfg.drafts;", "let k: u32 = cfg.temperature;"))
+    try:
+        with open_app(playwright_instance, "chromium", url + "?nosw&backend=webgpu") as app:
+            message = app.wait_fatal()
+    finally:
+        server.shutdown()
+    print(f"\n[page] a broken kernel: {message}")
+    assert "kernel verify" in message, message
+
+
 def test_a_draft_with_another_tokenizer_is_refused(playwright_instance, tmp_path, synth_package):
     def other_tokenizer(model):  # the draft was built for a different tokenizer
         manifest = json.loads((model / "manifest.json").read_text())

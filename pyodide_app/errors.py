@@ -43,6 +43,12 @@ class DraftRuntimeError(SpecChatError):
     code = "DRAFT_RUNTIME"
 
 
+class GPUUnsupported(SpecChatError):
+    """The WebGPU adapter is below what the champion needs (limits, workgroup memory); the CPU path can run."""
+
+    code = "GPU_UNSUPPORTED"
+
+
 class DeviceError(SpecChatError):
     """The GPU failed (device lost, out of memory, validation error)."""
 

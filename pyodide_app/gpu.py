@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from .errors import GPUUnsupported
+
 REQUIRED_LIMITS = {
     "max-storage-buffers-per-shader-stage": 8,
     "max-compute-invocations-per-workgroup": 256,
@@ -25,10 +27,6 @@ REQUIRED_LIMITS = {
 }
 BUFFER_USAGES = ("storage", "uniform", "storage+uniform")  # storage+uniform: written by kernels, read as uniform
 MAX_BINDING_BYTES = 128 * 1024 * 1024
-
-
-class GPUUnsupported(Exception):
-    code = "GPU_UNSUPPORTED"
 
 
 @dataclass(frozen=True)

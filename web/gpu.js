@@ -14,6 +14,11 @@ const LIMIT_NAMES = {
 };
 const PORTABLE_BINDING = 128 * 1024 * 1024;
 
+// The first n non-empty lines of a (multi-line) WebGPU message, as one line.
+function firstLines(message, n) {
+  return String(message).split("\n").map((line) => line.trim()).filter(Boolean).slice(0, n).join(" ");
+}
+
 export class GpuHelper {
   static async create() {
     if (!navigator.gpu) throw new Error("WebGPU is not available in this browser");
@@ -39,8 +44,18 @@ export class GpuHelper {
     this.plans = [];
     this.staging = new Map();  // size -> mappable buffer, reused
     this.lostInfo = null;
+    this.errors = [];  // validation errors, each naming the kernel or call it came from; check() throws them
     device.lost.then((info) => { this.lostInfo = info; });
-    device.addEventListener?.("uncapturederror", (event) => { this.lastError = event.error?.message || String(event.error); });
+    device.addEventListener?.("uncapturederror", (event) => { this.errors.push(firstLines(event.error?.message || event.error, 2)); });
+  }
+
+  // Runs create() inside a validation error scope; an error is recorded under `what` (it surfaces at the
+  // next check(): creation stays synchronous, so loading waits on no extra GPU round trip per kernel).
+  scoped(what, create) {
+    this.device.pushErrorScope("validation");
+    const made = create();
+    this.device.popErrorScope().then((error) => { if (error) this.errors.push(`${what}: ${firstLines(error.message, 2)}`); });
+    return made;
   }
 
   limits() {
@@ -51,6 +66,8 @@ export class GpuHelper {
 
   check() {
     if (this.lostInfo) throw new Error(`GPU device lost: ${this.lostInfo.message || this.lostInfo.reason}`);
+    // The first error is the cause (an invalid kernel makes its bind groups and dispatches invalid too).
+    if (this.errors.length) throw new Error(`WebGPU validation failed: ${this.errors[0]}`);
   }
 
   // usage: "storage" (kernels read/write, copied back), "uniform", or "storage+uniform"
@@ -74,8 +91,10 @@ export class GpuHelper {
   }
 
   createPipeline(code, entryPoint, label) {
-    const module = this.device.createShaderModule({ code, label });
-    return this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint }, label });
+    return this.scoped(`kernel ${label}`, () => {
+      const module = this.device.createShaderModule({ code, label });
+      return this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint }, label });
+    });
   }
 
   // bindings: [[buffer, offset, size | null], ...] for @binding(0..n-1) of @group(0)
@@ -83,7 +102,7 @@ export class GpuHelper {
     const entries = bindings.map(([buffer, offset, size], binding) => ({
       binding, resource: { buffer, offset, size: size ?? buffer.size - offset },
     }));
-    return this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label });
+    return this.scoped(`bind group ${label}`, () => this.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries, label }));
   }
 
   // steps: [[pipeline, bindGroup, x, y, z], ...] -> plan id
@@ -119,7 +138,7 @@ export class GpuHelper {
     await staging.mapAsync(GPUMapMode.READ);
     const copy = new Uint8Array(staging.getMappedRange().slice(0, size));
     staging.unmap();
-    this.check();
+    this.check();  // what the submitted work met (an invalid kernel, a lost device) fails this read
     return copy;
   }
 }

@@ -184,7 +184,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
   } catch (error) {
     // An adapter below the champion's needs (limits, workgroup memory): run on the CPU instead, if we can.
     const reason = String(error.message || error).split("\n").filter(Boolean).pop();
-    if (!gpu || !(manifest.fallback || manifest.cpu_champion) || !reason.includes("GPUUnsupported")) throw new Error(reason);
+    if (!gpu || !(manifest.fallback || manifest.cpu_champion) || error.type !== "GPUUnsupported") throw new Error(reason);
     fallbackReason = reason;
     gpu = null;
     cpu = await cpuChampion(ort, files);
