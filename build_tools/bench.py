@@ -41,12 +41,19 @@ class Arm:
 
 ARMS = (
     Arm("none"),
-    Arm("lookup-k2", "prompt_lookup", 2), Arm("lookup-k4", "prompt_lookup", 4), Arm("lookup-k8", "prompt_lookup", 8),
+    Arm("lookup-k2", "prompt_lookup", 2),
+    Arm("lookup-k4", "prompt_lookup", 4),
+    Arm("lookup-k8", "prompt_lookup", 8),
     Arm("lookup-adaptive", "prompt_lookup", 4, True),
-    Arm("neural-k2", "neural", 2), Arm("neural-k4", "neural", 4), Arm("neural-adaptive", "neural", 4, True),
-    Arm("hybrid-k4", "hybrid", 4), Arm("auto", "auto", 8),
-    Arm("ort-wasm", "peer", peer="wasm"), Arm("ort-webgpu", "peer", peer="webgpu"),
-    Arm("wllama-1t", "peer", peer="wllama", threads=1), Arm("wllama-2t", "peer", peer="wllama", threads=2),
+    Arm("neural-k2", "neural", 2),
+    Arm("neural-k4", "neural", 4),
+    Arm("neural-adaptive", "neural", 4, True),
+    Arm("hybrid-k4", "hybrid", 4),
+    Arm("auto", "auto", 8),
+    Arm("ort-wasm", "peer", peer="wasm"),
+    Arm("ort-webgpu", "peer", peer="webgpu"),
+    Arm("wllama-1t", "peer", peer="wllama", threads=1),
+    Arm("wllama-2t", "peer", peer="wllama", threads=2),
 )
 
 
@@ -75,12 +82,19 @@ def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: in
 
 
 def page_request(arm: Arm, prompt: str, setting: str, max_tokens: int) -> dict:
-    return {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, **SETTINGS[setting],
-            "top_k": 0, "repetition_penalty": 1, "seed": SEED,
-            "speculative": {"proposer": arm.proposer, "k": arm.k, "adaptive": arm.adaptive}}
+    return {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        **SETTINGS[setting],
+        "top_k": 0,
+        "repetition_penalty": 1,
+        "seed": SEED,
+        "speculative": {"proposer": arm.proposer, "k": arm.k, "adaptive": arm.adaptive},
+    }
 
 
 # -- driving the page -------------------------------------------------------------------------------
+
 
 class Hung(RuntimeError):
     """A page call gave no answer within its time limit."""
@@ -88,9 +102,11 @@ class Hung(RuntimeError):
 
 def call(page, function: str, arg=None, timeout_s: float = CALL_TIMEOUT_S):
     """page.evaluate(function, arg), raising Hung after timeout_s (Playwright's evaluate waits forever)."""
-    script = ("async ([arg, ms]) => { let timer; const limit = new Promise((_, reject) => { timer = setTimeout("
-              "() => reject(new Error(`HUNG: no answer in ${ms / 1000} s`)), ms); });"
-              f" try {{ return await Promise.race([({function})(arg), limit]); }} finally {{ clearTimeout(timer); }} }}")
+    script = (
+        "async ([arg, ms]) => { let timer; const limit = new Promise((_, reject) => { timer = setTimeout("
+        "() => reject(new Error(`HUNG: no answer in ${ms / 1000} s`)), ms); });"
+        f" try {{ return await Promise.race([({function})(arg), limit]); }} finally {{ clearTimeout(timer); }} }}"
+    )
     try:
         return page.evaluate(script, [arg, timeout_s * 1000])
     except Exception as error:
@@ -108,6 +124,14 @@ def open_page(context, url: str, timeout_s: float = 900):
     return page, page.evaluate("window.specChat.info()")
 
 
+def outcome(record: dict) -> str:
+    """One arm's result on one prompt, for the log."""
+    if "error" in record:
+        return f"error {record['error']}"
+    tokens = record.get("n_tokens", len(record.get("tokens", [])))
+    return f"{tokens} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"
+
+
 def open_peer_page(context, url: str):
     """The llama.cpp peer's page (bench/wllama.html) in a new tab of the bench's browser session."""
     peer_page = context.new_page()
@@ -122,7 +146,9 @@ def runs_on(arm: Arm, item: dict, first_greedy: dict) -> bool:
     return arm.name != SLOW_PEER or item is first_greedy
 
 
-def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None, timeout_s: float = CALL_TIMEOUT_S) -> dict:
+def run_arm(
+    page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None, timeout_s: float = CALL_TIMEOUT_S
+) -> dict:
     """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt.
     A peer that hangs yields a record with an error (Hung for the caller to see); the app's own page raises Hung."""
     if arm.name == SLOW_PEER:
@@ -133,27 +159,47 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=
         if peer_page is None:
             return {**record, "error": "no GGUF file for this package: the llama.cpp peer cannot run"}
         try:
-            out = call(peer_page, "([p, n, t]) => window.wllamaPeer.run(p, n, t)", [render(request["messages"]), max_tokens, arm.threads], timeout_s)
+            out = call(
+                peer_page,
+                "([p, n, t]) => window.wllamaPeer.run(p, n, t)",
+                [render(request["messages"]), max_tokens, arm.threads],
+                timeout_s,
+            )
         except Hung as error:
             return {**record, "error": str(error), "hung": True}
-        except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
+        except Exception as error:
             return {**record, "error": str(error).splitlines()[0][:300]}
         n = out["tokens"]
         decode_s = out["total_s"] - out["ttft_s"]
-        return {**record, "text": out["text"], "n_tokens": n, "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
-                "decode_tps": (n - 1) / decode_s if n > 1 and decode_s > 0 else None, "load_extra_s": out["load_s"],
-                "tokens_per_call": 1.0, "llama_timings": out["timings"], "isolated": out["isolated"]}
+        return {
+            **record,
+            "text": out["text"],
+            "n_tokens": n,
+            "ttft_s": out["ttft_s"],
+            "wall_s": out["total_s"],
+            "decode_tps": (n - 1) / decode_s if n > 1 and decode_s > 0 else None,
+            "load_extra_s": out["load_s"],
+            "tokens_per_call": 1.0,
+            "llama_timings": out["timings"],
+            "isolated": out["isolated"],
+        }
     if arm.peer:
         try:
             out = call(page, "([backend, req]) => window.specChat.peer(backend, req)", [arm.peer, request], timeout_s)
         except Hung as error:
             return {**record, "error": str(error), "hung": True}
-        except Exception as error:  # noqa: BLE001 - a peer that cannot run is a result, not a crash
+        except Exception as error:
             return {**record, "error": str(error).splitlines()[0][:300]}
         n = len(out["tokens"])
-        return {**record, "tokens": out["tokens"], "ttft_s": out["ttft_s"], "wall_s": out["total_s"],
-                "decode_tps": (n - 1) / out["decode_s"] if n > 1 and out["decode_s"] > 0 else None,
-                "load_extra_s": out["session_s"], "tokens_per_call": 1.0}
+        return {
+            **record,
+            "tokens": out["tokens"],
+            "ttft_s": out["ttft_s"],
+            "wall_s": out["total_s"],
+            "decode_tps": (n - 1) / out["decode_s"] if n > 1 and out["decode_s"] > 0 else None,
+            "load_extra_s": out["session_s"],
+            "tokens_per_call": 1.0,
+        }
     call(page, "() => window.specChat.forget()", None, timeout_s)  # every arm pays its own prefill (TTFT is comparable)
     out = call(page, "(req) => window.specChat.chat(req)", request, timeout_s)
     done = out["done"]
@@ -163,14 +209,25 @@ def run_arm(page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=
     n = len(done["tokens"])
     decode_s = out["wall_s"] - (out["ttft_s"] or 0)
     first = out["first_tokens"] or 1  # tokens of the first round: their time is TTFT, not decode
-    return {**record, "tokens": done["tokens"], "finish": done["finish_reason"], "ttft_s": out["ttft_s"],
-            "wall_s": out["wall_s"], "decode_tps": (n - first) / decode_s if n > first and decode_s > 0 else None,
-            "tokens_per_call": spec["tokens_per_champion_call"], "time_s": spec["time_s"],
-            "reached": receipt["reached_by_position"], "accepted_at": receipt["accepted_by_position"],
-            "proposed": spec["proposed"], "accepted": spec["accepted"], "fallback": spec["fallback_code"]}
+    return {
+        **record,
+        "tokens": done["tokens"],
+        "finish": done["finish_reason"],
+        "ttft_s": out["ttft_s"],
+        "wall_s": out["wall_s"],
+        "decode_tps": (n - first) / decode_s if n > first and decode_s > 0 else None,
+        "tokens_per_call": spec["tokens_per_champion_call"],
+        "time_s": spec["time_s"],
+        "reached": receipt["reached_by_position"],
+        "accepted_at": receipt["accepted_by_position"],
+        "proposed": spec["proposed"],
+        "accepted": spec["accepted"],
+        "fallback": spec["fallback_code"],
+    }
 
 
 # -- the command ----------------------------------------------------------------------------------
+
 
 def peer_gguf(manifest: dict, site: Path) -> Path | None:
     """The GGUF the llama.cpp peer runs: the default champion's file for the default package, a GGUF written
@@ -204,26 +261,42 @@ def token_decoder(model: Path, manifest: dict):
 
 def launch(playwright, browser: str):
     if browser == "chromium":
-        return playwright.chromium.launch(executable_path="/usr/bin/chromium",
-                                          args=["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader", "--disable-quic"])
-    return playwright.firefox.launch(channel="moz-firefox", executable_path="/usr/bin/firefox-esr",
-                                     firefox_user_prefs={"dom.webgpu.enabled": True, "gfx.webgpu.ignore-blocklist": True})
+        return playwright.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader", "--disable-quic"],
+        )
+    return playwright.firefox.launch(
+        channel="moz-firefox",
+        executable_path="/usr/bin/firefox-esr",
+        firefox_user_prefs={"dom.webgpu.enabled": True, "gfx.webgpu.ignore-blocklist": True},
+    )
 
 
-def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int = 16, per_stratum: int = 1,
-              sampled_per_stratum: int = 1, strata: list[str] | None = None, arm_names: list[str] | None = None,
-              kernel_repeats: int = 3, log=print, backend: str = "auto", peer_gguf_path: Path | None = None,
-              call_timeout_s: float = CALL_TIMEOUT_S) -> dict:
+def run_bench(
+    model: Path,
+    out: Path,
+    browser: str = "firefox",
+    max_tokens: int = 16,
+    per_stratum: int = 1,
+    sampled_per_stratum: int = 1,
+    strata: list[str] | None = None,
+    arm_names: list[str] | None = None,
+    kernel_repeats: int = 3,
+    log=print,
+    backend: str = "auto",
+    peer_gguf_path: Path | None = None,
+    call_timeout_s: float = CALL_TIMEOUT_S,
+) -> dict:
     """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
     peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model)).
     call_timeout_s: the most one arm may take for one prompt; a peer past it is not run again (its
     later prompts record why), the app's page past it ends the run (records.jsonl keeps what ran)."""
     from playwright.sync_api import sync_playwright
 
-    from .plots import write_plots
-    from .serve import make_server
     from pyodide_app.package_check import load_manifest
 
+    from .plots import write_plots
+    from .serve import make_server
     from .site import add_bench_peer, build_site
 
     arms = [a for a in ARMS if arm_names is None or a.name in arm_names]
@@ -253,12 +326,23 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
             log(f"cold load {cold['load']['total_s']:.1f} s on {cold['backend']}: {cold['adapter']}")
             page.close()
             page, info = open_page(context, url)  # same profile: model files come from the Cache API
-            log(f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of {info['load']['model_files']} files cached)")
+            log(
+                f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of "
+                f"{info['load']['model_files']} files cached)"
+            )
             auto_costs = None
             if any(a.proposer == "auto" for a in arms):  # auto measures the device once: not inside a timed arm
-                warm = call(page, "(req) => window.specChat.chat(req)", page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1), call_timeout_s)
+                warm = call(
+                    page,
+                    "(req) => window.specChat.chat(req)",
+                    page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1),
+                    call_timeout_s,
+                )
                 auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
-                log(f"auto: policy {auto_costs and auto_costs['policy_version']}, costs {auto_costs and auto_costs['costs']}")
+                log(
+                    f"auto: policy {auto_costs and auto_costs['policy_version']}, costs "
+                    f"{auto_costs and auto_costs['costs']}"
+                )
             peer_page = open_peer_page(context, url) if gguf is not None else None  # a second tab, same session
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             hung: set[str] = set()  # peers that gave no answer once: not run again
@@ -274,43 +358,67 @@ def run_bench(model: Path, out: Path, browser: str = "firefox", max_tokens: int 
                             log(f"{arm.name} hung ({record['error']}): reopening its tab and trying once more")
                             peer_page.close()
                             peer_page = open_peer_page(context, url)
-                            record = {**run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s), "retried": True}
+                            record = {
+                                **run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s),
+                                "retried": True,
+                            }
                     if record.get("hung"):
                         hung.add(arm.name)
                     records.append(record)
                     out.mkdir(parents=True, exist_ok=True)
                     with open(out / "records.jsonl", "a") as raw:  # kept even if the run dies later
                         raw.write(json.dumps(record) + "\n")
-                    log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: "
-                        + (f"error {record['error']}" if "error" in record else
-                           f"{record.get('n_tokens', len(record.get('tokens', [])))} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"))
+                    log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: {outcome(record)}")
             kernel = profile = None
             if info["backend"] == "WebGPU":
                 kernel = call(page, "(n) => window.specChat.kernel(n)", kernel_repeats, call_timeout_s)
-                profile = {rows: call(page, "([t, n]) => window.specChat.profile(t, n)", [rows, kernel_repeats], call_timeout_s)
-                           for rows in (1, 5)}
+                profile = {
+                    rows: call(
+                        page, "([t, n]) => window.specChat.profile(t, n)", [rows, kernel_repeats], call_timeout_s
+                    )
+                    for rows in (1, 5)
+                }
             instance.close()
     finally:
         server.shutdown()
     decode = token_decoder(model, manifest)
     for record in records:  # greedy peers: do they produce the champion's answer?
-        base = next((r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]), None)
+        base = next(
+            (r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]),
+            None,
+        )
         if record["arm"].startswith("ort-") and "tokens" in record:
-            record["agrees_with_champion"] = base is not None and base.get("tokens", [])[: len(record["tokens"])] == record["tokens"]
+            record["agrees_with_champion"] = (
+                base is not None and base.get("tokens", [])[: len(record["tokens"])] == record["tokens"]
+            )
         elif record["arm"].startswith("wllama") and "text" in record and base is not None and "tokens" in base:
             # llama.cpp is another implementation: its text may part from ours at a near-tie (reported, not failed)
             ours = decode(base["tokens"])
             record["agrees_with_champion"] = ours.startswith(record["text"]) or record["text"].startswith(ours)
     summary = summarize(records, arms)
     result = {
-        "browser": browser, "adapter": info["adapter"], "backend": info["backend"], "model": str(model),
-        "max_tokens": max_tokens, "seed": SEED, "settings": SETTINGS, "arms": [asdict(a) for a in arms],
-        "workload_sha256": workload_sha256(), "strata": sorted({i["stratum"] for i in items}),
-        "load": {"cold": cold["load"], "warm": info["load"]}, "memory_bytes": info["memory"],
-        "backend_choice": info.get("choice"), "kernels": info.get("kernels"), "auto": auto_costs,
+        "browser": browser,
+        "adapter": info["adapter"],
+        "backend": info["backend"],
+        "model": str(model),
+        "max_tokens": max_tokens,
+        "seed": SEED,
+        "settings": SETTINGS,
+        "arms": [asdict(a) for a in arms],
+        "workload_sha256": workload_sha256(),
+        "strata": sorted({i["stratum"] for i in items}),
+        "load": {"cold": cold["load"], "warm": info["load"]},
+        "memory_bytes": info["memory"],
+        "backend_choice": info.get("choice"),
+        "kernels": info.get("kernels"),
+        "auto": auto_costs,
         "peer_gguf": str(gguf) if gguf else None,
-        "kernel": kernel, "kernel_profile_ms": profile, "bytes_read_back_per_round": 20, "wall_s": time.perf_counter() - started,
-        "summary": summary, "records": records,
+        "kernel": kernel,
+        "kernel_profile_ms": profile,
+        "bytes_read_back_per_round": 20,
+        "wall_s": time.perf_counter() - started,
+        "summary": summary,
+        "records": records,
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=1))

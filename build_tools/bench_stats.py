@@ -14,6 +14,7 @@ SLOW_PEER = "ort-webgpu"
 
 def survival(records: list[dict]) -> list[float]:
     """S_i = prod_{j<=i} (accepted at j / reached j), pooled over the records."""
+
     def pooled(key: str) -> list[int]:  # per-position sums; records differ in length (k, adaptive)
         totals: list[int] = []
         for r in records:
@@ -40,8 +41,11 @@ def median_of(records, key):
 def paired_speedups(records: list[dict], arm: str, base: str) -> list[float]:
     """Per-request decode speed-up of `arm` over `base` on the same prompt and setting."""
     by_key = {(r["setting"], r["prompt"]): r for r in records if r["arm"] == base and r.get("decode_tps")}
-    return [r["decode_tps"] / by_key[(r["setting"], r["prompt"])]["decode_tps"]
-            for r in records if r["arm"] == arm and r.get("decode_tps") and (r["setting"], r["prompt"]) in by_key]
+    return [
+        r["decode_tps"] / by_key[(r["setting"], r["prompt"])]["decode_tps"]
+        for r in records
+        if r["arm"] == arm and r.get("decode_tps") and (r["setting"], r["prompt"]) in by_key
+    ]
 
 
 def summarize(records: list[dict], arms) -> list[dict]:
@@ -49,8 +53,12 @@ def summarize(records: list[dict], arms) -> list[dict]:
     rows = []
     groups = sorted({(r["setting"], r["stratum"]) for r in records})
     for setting, stratum in groups + [(s, "all (excl. repetitive)") for s in sorted({r["setting"] for r in records})]:
-        pool = [r for r in records if r["setting"] == setting and
-                (r["stratum"] == stratum or (stratum.startswith("all") and r["stratum"] not in SEPARATE_STRATA))]
+        pool = [
+            r
+            for r in records
+            if r["setting"] == setting
+            and (r["stratum"] == stratum or (stratum.startswith("all") and r["stratum"] not in SEPARATE_STRATA))
+        ]
         base = median_of([r for r in pool if r["arm"] == "none"], "decode_tps")
         peers = {p: median_of([r for r in pool if r["arm"] == p], "decode_tps") for p in PEERS}
         if setting == "greedy" and peers[SLOW_PEER] is None:  # measured once per run (see SLOW_PEER)
@@ -61,19 +69,31 @@ def summarize(records: list[dict], arms) -> list[dict]:
                 continue
             tps = median_of(mine, "decode_tps")
             pairs = paired_speedups(pool, arm.name, "none")
-            rows.append({
-                "setting": setting, "stratum": stratum, "arm": arm.name, "requests": len(mine),
-                "errors": sum(1 for r in mine if "error" in r),
-                "decode_tps": tps, "speedup_vs_none": tps / base if tps and base else None,
-                "speedup_vs_ort_wasm": tps / peers["ort-wasm"] if tps and peers["ort-wasm"] else None,
-                "speedup_vs_ort_webgpu": tps / peers["ort-webgpu"] if tps and peers["ort-webgpu"] else None,
-                "speedup_vs_wllama_1t": tps / peers["wllama-1t"] if tps and peers["wllama-1t"] else None,
-                "speedup_vs_wllama_2t": tps / peers["wllama-2t"] if tps and peers["wllama-2t"] else None,
-                "per_request_speedup": quartiles(pairs), "tokens_per_call": median_of(mine, "tokens_per_call"),
-                "ttft_s": median_of(mine, "ttft_s"), "survival": survival(mine),
-                "time_split_s": {k: statistics.median([r["time_s"][k] for r in mine if r.get("time_s")])
-                                 for k in ("draft", "verify", "sync", "other")} if any(r.get("time_s") for r in mine) else None,
-            })
+            rows.append(
+                {
+                    "setting": setting,
+                    "stratum": stratum,
+                    "arm": arm.name,
+                    "requests": len(mine),
+                    "errors": sum(1 for r in mine if "error" in r),
+                    "decode_tps": tps,
+                    "speedup_vs_none": tps / base if tps and base else None,
+                    "speedup_vs_ort_wasm": tps / peers["ort-wasm"] if tps and peers["ort-wasm"] else None,
+                    "speedup_vs_ort_webgpu": tps / peers["ort-webgpu"] if tps and peers["ort-webgpu"] else None,
+                    "speedup_vs_wllama_1t": tps / peers["wllama-1t"] if tps and peers["wllama-1t"] else None,
+                    "speedup_vs_wllama_2t": tps / peers["wllama-2t"] if tps and peers["wllama-2t"] else None,
+                    "per_request_speedup": quartiles(pairs),
+                    "tokens_per_call": median_of(mine, "tokens_per_call"),
+                    "ttft_s": median_of(mine, "ttft_s"),
+                    "survival": survival(mine),
+                    "time_split_s": {
+                        k: statistics.median([r["time_s"][k] for r in mine if r.get("time_s")])
+                        for k in ("draft", "verify", "sync", "other")
+                    }
+                    if any(r.get("time_s") for r in mine)
+                    else None,
+                }
+            )
     return rows
 
 
@@ -88,11 +108,19 @@ def quartiles(values: list[float]):
 
 def table(rows: list[dict]) -> str:
     fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
-    lines = ["| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | × wllama (1 thread) | × wllama (2 threads) | tokens/call | TTFT s | n |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | × wllama (1 thread) | × "
+        "wllama (2 threads) | tokens/call | TTFT s | n |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | {fmt(r['speedup_vs_none'], '.2f')} | "
-                     f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | "
-                     f"{fmt(r.get('speedup_vs_wllama_1t'), '.2f')} | {fmt(r.get('speedup_vs_wllama_2t'), '.2f')} | {fmt(r['tokens_per_call'], '.2f')} | "
-                     f"{fmt(r['ttft_s'], '.2f')} | {r['requests']}{' (' + str(r['errors']) + ' failed)' if r['errors'] else ''} |")
+        lines.append(
+            f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | "
+            f"{fmt(r['speedup_vs_none'], '.2f')} | "
+            f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | "
+            f"{fmt(r.get('speedup_vs_wllama_1t'), '.2f')} | {fmt(r.get('speedup_vs_wllama_2t'), '.2f')} | "
+            f"{fmt(r['tokens_per_call'], '.2f')} | "
+            f"{fmt(r['ttft_s'], '.2f')} | {r['requests']}{' (' + str(r['errors']) + ' failed)' if r['errors'] else ''} "
+            "|"
+        )
     return "\n".join(lines) + "\n"

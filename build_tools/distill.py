@@ -1,11 +1,11 @@
 """`python -m build_tools distill`: champion answers -> a tiny trained draft -> draft.onnx + provenance.
 
-    DIR/champion/     the champion package (built from SRC unless SRC already is a package)
-    DIR/data/         training answers (resumable: a later run adds to them; never in git)
-    DIR/eval-data/    greedy answers to the fixed evaluation prompts (distill_prompts.evaluation_prompts)
-    DIR/draft.onnx, DIR/draft.json (its manifest entry), DIR/provenance.json, DIR/torch_reference.npz
-                      (the trained model's logits on 4 held-out sequences): the files of a prebuilt draft
-                      (build_tools/prebuilt_draft.py); the shipped one is build_tools/drafts/smollm2-135m-distilled
+DIR/champion/     the champion package (built from SRC unless SRC already is a package)
+DIR/data/         training answers (resumable: a later run adds to them; never in git)
+DIR/eval-data/    greedy answers to the fixed evaluation prompts (distill_prompts.evaluation_prompts)
+DIR/draft.onnx, DIR/draft.json (its manifest entry), DIR/provenance.json, DIR/torch_reference.npz
+                  (the trained model's logits on 4 held-out sequences): the files of a prebuilt draft
+                  (build_tools/prebuilt_draft.py); the shipped one is build_tools/drafts/smollm2-135m-distilled
 """
 
 from __future__ import annotations
@@ -20,10 +20,22 @@ import numpy as np
 
 from .distill_data import generate
 from .distill_prompts import evaluation_prompts, prompts_hash, training_prompts
-from .distill_train import DraftShape, agreement, build_model, choose_vocabulary, load_answers, macs_per_token, \
-    projected_embedding, to_source, train
+from .distill_train import (
+    DraftShape,
+    agreement,
+    build_model,
+    choose_vocabulary,
+    load_answers,
+    macs_per_token,
+    projected_embedding,
+    to_source,
+    train,
+)
 
-SHAPES = {"small": DraftShape(), "tiny": DraftShape(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=64, output_vocab=64)}
+SHAPES = {
+    "small": DraftShape(),
+    "tiny": DraftShape(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=64, output_vocab=64),
+}
 
 
 def champion_package(spec: Path, out: Path, log) -> Path:
@@ -31,8 +43,8 @@ def champion_package(spec: Path, out: Path, log) -> Path:
     if (spec / "manifest.json").exists():
         return spec
     if not (out / "manifest.json").exists():
-        from .recipes import export_fallback, read_source
         from .package import build_package
+        from .recipes import export_fallback, read_source
 
         log(f"[distill] packaging the champion {spec} -> {out}")
         build_package(read_source(str(spec)), out, None, None, None, export_fallback)
@@ -40,10 +52,10 @@ def champion_package(spec: Path, out: Path, log) -> Path:
 
 
 def champion_source(package: Path):
-    from .source import ModelSource
     from pyodide_app.package_check import load_manifest
 
     from .reference import read_champion
+    from .source import ModelSource
 
     manifest = load_manifest(package)
     config, tensors = read_champion(package, manifest)
@@ -61,8 +73,18 @@ def prompt_encoder(package: Path, manifest: dict):
     return lambda text: tokenizer.encode(template.render([{"role": "user", "content": text}]))
 
 
-def run_distill(spec: Path, out: Path, generate_minutes: float, train_minutes: float, seed: int, shape_name: str = "small",
-                max_tokens: int = 128, max_answers: int | None = None, eval_per_task: int = 6, log=print) -> dict:
+def run_distill(
+    spec: Path,
+    out: Path,
+    generate_minutes: float,
+    train_minutes: float,
+    seed: int,
+    shape_name: str = "small",
+    max_tokens: int = 128,
+    max_answers: int | None = None,
+    eval_per_task: int = 6,
+    log=print,
+) -> dict:
     import torch
 
     from .export_onnx import export_llama
@@ -77,14 +99,25 @@ def run_distill(spec: Path, out: Path, generate_minutes: float, train_minutes: f
     gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, log=log)
     log(f"[distill] data: +{gen['answers']} answers (+{gen['tokens']} tokens) this run, {gen['total_answers']} in all")
     held_out = evaluation_prompts(eval_per_task)
-    generate(package, out / "eval-data", iter(held_out), encode, minutes=1e9, max_tokens=max_tokens, seed=seed,
-             sampled_every=10**9, log=log)
+    generate(
+        package,
+        out / "eval-data",
+        iter(held_out),
+        encode,
+        minutes=1e9,
+        max_tokens=max_tokens,
+        seed=seed,
+        sampled_every=10**9,
+        log=log,
+    )
 
     answers = load_answers(out / "data")
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
     vocab, coverage = choose_vocabulary(answers, shape.output_vocab, eos)
-    embedding = projected_embedding(dequantize(source.tensors["token_embd.weight"]).reshape(source.config.vocab_size, -1), shape.d_model)
+    embedding = projected_embedding(
+        dequantize(source.tensors["token_embd.weight"]).reshape(source.config.vocab_size, -1), shape.d_model
+    )
     torch.manual_seed(seed)
     model = build_model(shape, embedding, embedding[vocab], source.config.rope_theta, source.config.rms_eps)
     fit = train(model, answers, vocab, train_minutes, seed, log=log)
@@ -92,33 +125,48 @@ def run_distill(spec: Path, out: Path, generate_minutes: float, train_minutes: f
     draft_source = to_source(model, shape, vocab, source)  # snaps the weights to their exported Q8_0 values
     scores = agreement(model, eval_answers, vocab)
     entry = export_llama(draft_source, shape.n_layers, out / "draft.onnx", id_map=vocab)
-    entry["description"] = f"distilled {shape.n_layers}-layer d={shape.d_model} draft (build_tools distill, seed {seed})"
+    entry["description"] = (
+        f"distilled {shape.n_layers}-layer d={shape.d_model} draft (build_tools distill, seed {seed})"
+    )
     (out / "draft.json").write_text(json.dumps(entry))
     reference = torch_reference(model, eval_answers[:4])
     np.savez(out / "torch_reference.npz", **reference)
     gap = onnx_gap(out / "draft.onnx", entry, reference)
     prompt = [int(t) for t in eval_answers[0].sequence[: eval_answers[0].prompt_len]]
-    wall = {"draft": onnx_ms_per_token(out / "draft.onnx", entry, prompt),
-            "champion": onnx_ms_per_token(package / manifest["fallback"]["onnx"], manifest["fallback"], prompt)}
+    wall = {
+        "draft": onnx_ms_per_token(out / "draft.onnx", entry, prompt),
+        "champion": onnx_ms_per_token(package / manifest["fallback"]["onnx"], manifest["fallback"], prompt),
+    }
     champion_macs = macs_per_token(manifest["champion"]["config"], source.config.vocab_size)
     draft_macs = macs_per_token(entry["config"], len(vocab))
     provenance = {
         "champion_identity": manifest["identity"],
         "training_prompts": {"generator": "build_tools/distill_prompts.py training_prompts", "seed": seed},
         "evaluation_prompts_sha256": prompts_hash(held_out),
-        "data": {"answers": len(answers), "answer_tokens": int(sum(len(a.sequence) - a.prompt_len for a in answers)),
-                 "max_tokens": max_tokens, "this_run": gen},
-        "shape": shape.__dict__, "output_vocab_coverage": coverage, "seed": seed, "training": fit,
-        "evaluation": scores, "macs_per_token": {"draft": draft_macs, "champion": champion_macs, "ratio": draft_macs / champion_macs},
+        "data": {
+            "answers": len(answers),
+            "answer_tokens": int(sum(len(a.sequence) - a.prompt_len for a in answers)),
+            "max_tokens": max_tokens,
+            "this_run": gen,
+        },
+        "shape": shape.__dict__,
+        "output_vocab_coverage": coverage,
+        "seed": seed,
+        "training": fit,
+        "evaluation": scores,
+        "macs_per_token": {"draft": draft_macs, "champion": champion_macs, "ratio": draft_macs / champion_macs},
         "onnx_vs_torch_max_abs_logit_diff": gap,
         "onnxruntime_ms_per_token_one_thread": {**wall, "ratio": wall["draft"] / wall["champion"]},
         "draft_onnx_sha256": hashlib.sha256((out / "draft.onnx").read_bytes()).hexdigest(),
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     (out / "provenance.json").write_text(json.dumps(provenance, indent=1))
-    log(f"[distill] agreement {scores['overall']:.3f} on {scores['tokens']} held-out tokens; "
-        f"cost {100 * draft_macs / champion_macs:.1f}% of the champion's MACs, {wall['draft']:.2f} vs {wall['champion']:.2f} ms "
-        f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {coverage:.3f}")
+    log(
+        f"[distill] agreement {scores['overall']:.3f} on {scores['tokens']} held-out tokens; "
+        f"cost {100 * draft_macs / champion_macs:.1f}% of the champion's MACs, {wall['draft']:.2f} vs "
+        f"{wall['champion']:.2f} ms "
+        f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {coverage:.3f}"
+    )
     return provenance
 
 
@@ -141,8 +189,11 @@ def torch_reference(model, answers) -> dict:
 
     with torch.no_grad():
         logits = [model(torch.from_numpy(a.sequence)[None])[0, -1].numpy() for a in answers]
-    return {"sequences": np.concatenate([a.sequence for a in answers]), "lengths": np.asarray([len(a.sequence) for a in answers]),
-            "logits": np.stack(logits)}
+    return {
+        "sequences": np.concatenate([a.sequence for a in answers]),
+        "lengths": np.asarray([len(a.sequence) for a in answers]),
+        "logits": np.stack(logits),
+    }
 
 
 def onnx_gap(path: Path, entry: dict, reference: dict) -> float:

@@ -22,7 +22,10 @@ from .reference import dequantize
 class BatchedChampion:
     def __init__(self, config, tensors, slots: int, capacity: int):
         c = self.config = config
-        w = lambda name: torch.from_numpy(dequantize(tensors[name]).copy())
+
+        def w(name):
+            return torch.from_numpy(dequantize(tensors[name]).copy())
+
         self.embed = w("token_embd.weight")  # [V, D]
         self.head = self.embed if c.tied_embeddings else w("output.weight")
         self.final_norm = w("output_norm.weight")
@@ -58,7 +61,7 @@ class BatchedChampion:
         angles = positions.to(torch.float64)[..., None] * self.inv_freq  # [b, T, hd/2]
         cos, sin = torch.cos(angles).float()[:, :, None], torch.sin(angles).float()[:, :, None]
         allowed = torch.arange(span)[None, None] <= positions[..., None]  # [b, T, span]
-        group, scale = c.n_heads // c.n_kv_heads, c.head_dim ** -0.5
+        group, scale = c.n_heads // c.n_kv_heads, c.head_dim**-0.5
         x = self.embed[tokens]  # [b, T, D]
         for i, w in enumerate(self.layers):
             h = self._norm(x, w["attn_norm"])

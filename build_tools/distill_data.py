@@ -25,7 +25,9 @@ import numpy as np
 
 TOP_K = 32
 SHARD_ANSWERS = 16
-SLOTS = 64  # sequences decoded together (147 answer tokens/s sustained for SmolLM2-135M on 2 cores, vs 5 for champion.onnx)
+SLOTS = (
+    64  # sequences decoded together (147 answer tokens/s sustained for SmolLM2-135M on 2 cores, vs 5 for champion.onnx)
+)
 CAPACITY = 1024  # KV rows per slot: prompt + answer
 MODES = {"greedy": (0.0, 1.0), "sampled": (0.8, 0.95)}  # temperature, top-p
 
@@ -33,6 +35,7 @@ MODES = {"greedy": (0.0, 1.0), "sampled": (0.8, 0.95)}  # temperature, top-p
 @dataclass
 class Job:
     """One prompt being answered: the tokens chosen so far and the champion's top-K at each."""
+
     item: dict
     mode: str
     prompt: list[int]
@@ -54,17 +57,23 @@ class Job:
         return token in eos or len(self.answer) >= max_tokens
 
     def record(self) -> dict:
-        return {**self.item, "mode": self.mode, "sequence": self.prompt + self.answer, "prompt_len": len(self.prompt),
-                "top_ids": np.stack(self.top_ids), "top_logits": np.stack(self.top_logits)}
+        return {
+            **self.item,
+            "mode": self.mode,
+            "sequence": self.prompt + self.answer,
+            "prompt_len": len(self.prompt),
+            "top_ids": np.stack(self.top_ids),
+            "top_logits": np.stack(self.top_logits),
+        }
 
 
 def open_champion(package: Path, slots: int, capacity: int):
     """-> (BatchedChampion over the package's champion weights, EOS ids)."""
     import torch
 
-    from .distill_champion import BatchedChampion
     from pyodide_app.package_check import load_manifest
 
+    from .distill_champion import BatchedChampion
     from .reference import read_champion
 
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -108,17 +117,28 @@ def write_shard(folder: Path, number: int, answers: list[dict]) -> None:
     for a in answers:
         n = len(a["sequence"])
         answer_len = n - a["prompt_len"]
-        lines.append(json.dumps({"id": a["id"], "task": a["task"], "mode": a["mode"], "shard": number,
-                                 "sequence": [sequence_start, sequence_start + n], "prompt_len": a["prompt_len"],
-                                 "answer_rows": [answer_start, answer_start + answer_len]}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": a["id"],
+                    "task": a["task"],
+                    "mode": a["mode"],
+                    "shard": number,
+                    "sequence": [sequence_start, sequence_start + n],
+                    "prompt_len": a["prompt_len"],
+                    "answer_rows": [answer_start, answer_start + answer_len],
+                }
+            )
+        )
         sequence_start += n
         answer_start += answer_len
     with open(folder / "index.jsonl", "a") as index:
         index.write("\n".join(lines) + "\n")
 
 
-def pending_jobs(prompts: Iterable[dict], skip: set[str], encode: Callable[[str], list[int]], seed: int,
-                 sampled_every: int) -> Iterator[Job]:
+def pending_jobs(
+    prompts: Iterable[dict], skip: set[str], encode: Callable[[str], list[int]], seed: int, sampled_every: int
+) -> Iterator[Job]:
     """Jobs for the prompts not yet answered; every `sampled_every`-th prompt of the stream is sampled."""
     for position, item in enumerate(prompts):
         if item["id"] not in skip:
@@ -126,8 +146,18 @@ def pending_jobs(prompts: Iterable[dict], skip: set[str], encode: Callable[[str]
             yield Job(item, mode, encode(item["prompt"]), np.random.default_rng([seed, position]))
 
 
-def generate(package: Path, folder: Path, prompts: Iterable[dict], encode: Callable[[str], list[int]], minutes: float,
-             max_tokens: int = 128, seed: int = 0, sampled_every: int = 3, slots: int = SLOTS, log=print) -> dict:
+def generate(
+    package: Path,
+    folder: Path,
+    prompts: Iterable[dict],
+    encode: Callable[[str], list[int]],
+    minutes: float,
+    max_tokens: int = 128,
+    seed: int = 0,
+    sampled_every: int = 3,
+    slots: int = SLOTS,
+    log=print,
+) -> dict:
     """Answer prompts not yet in `folder`, taking new ones until `minutes` pass (answers under way finish)."""
     import torch
 
@@ -147,7 +177,10 @@ def generate(package: Path, folder: Path, prompts: Iterable[dict], encode: Calla
             write_shard(folder, shard, done)
             shard, done[:] = shard + 1, []
             elapsed = time.monotonic() - started
-            log(f"[distill] {answers} answers, {tokens} answer tokens in {elapsed / 60:.1f} min ({tokens / elapsed:.1f} tok/s)")
+            log(
+                f"[distill] {answers} answers, {tokens} answer tokens in {elapsed / 60:.1f} min "
+                f"({tokens / elapsed:.1f} tok/s)"
+            )
 
     while True:
         while len(active) < slots and time.monotonic() - started < minutes * 60:
@@ -155,7 +188,9 @@ def generate(package: Path, folder: Path, prompts: Iterable[dict], encode: Calla
             if job is None:
                 break
             if len(job.prompt) + max_tokens > CAPACITY:
-                log(f"[distill] skipped {job.item['id']}: {len(job.prompt)} prompt tokens do not fit {CAPACITY} KV rows")
+                log(
+                    f"[distill] skipped {job.item['id']}: {len(job.prompt)} prompt tokens do not fit {CAPACITY} KV rows"
+                )
                 continue
             slot = min(set(range(slots)) - set(active))
             champion.clear(slot)

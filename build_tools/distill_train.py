@@ -35,6 +35,7 @@ class DraftShape:
 
 # -- data -----------------------------------------------------------------------------------------
 
+
 @dataclass
 class Answer:
     id: str
@@ -57,14 +58,23 @@ def load_answers(folder: Path) -> list[Answer]:
                 shard = shards[meta["shard"]] = {k: data[k] for k in data.files}
         a, b = meta["sequence"]
         r0, r1 = meta["answer_rows"]
-        answers.append(Answer(meta["id"], meta["task"], meta["mode"], shard["sequences"][a:b].astype(np.int64), meta["prompt_len"],
-                              shard["top_ids"][r0:r1], shard["top_logits"][r0:r1].astype(np.float32)))
+        answers.append(
+            Answer(
+                meta["id"],
+                meta["task"],
+                meta["mode"],
+                shard["sequences"][a:b].astype(np.int64),
+                meta["prompt_len"],
+                shard["top_ids"][r0:r1],
+                shard["top_logits"][r0:r1].astype(np.float32),
+            )
+        )
     return answers
 
 
 def choose_vocabulary(answers: list[Answer], size: int, always: list[int]) -> tuple[np.ndarray, float]:
     """The `size` most frequent answer tokens (plus `always`, e.g. EOS), sorted; and their coverage."""
-    counts = Counter(int(t) for a in answers for t in a.sequence[a.prompt_len:])
+    counts = Counter(int(t) for a in answers for t in a.sequence[a.prompt_len :])
     chosen = set(always)
     for token, _ in counts.most_common():
         if len(chosen) >= size:
@@ -76,6 +86,7 @@ def choose_vocabulary(answers: list[Answer], size: int, always: list[int]) -> tu
 
 
 # -- the model ------------------------------------------------------------------------------------
+
 
 def build_model(shape: DraftShape, embedding: np.ndarray, head_init: np.ndarray, rope_theta: float, rms_eps: float):
     import torch
@@ -100,7 +111,11 @@ def build_model(shape: DraftShape, embedding: np.ndarray, head_init: np.ndarray,
             super().__init__()
             d, kv = shape.d_model, shape.n_kv_heads * head_dim
             self.attn_norm, self.ffn_norm = RMSNorm(), RMSNorm()
-            self.q, self.k, self.v = nn.Linear(d, d, bias=False), nn.Linear(d, kv, bias=False), nn.Linear(d, kv, bias=False)
+            self.q, self.k, self.v = (
+                nn.Linear(d, d, bias=False),
+                nn.Linear(d, kv, bias=False),
+                nn.Linear(d, kv, bias=False),
+            )
             self.o = nn.Linear(d, d, bias=False)
             self.gate, self.up = nn.Linear(d, shape.d_ffn, bias=False), nn.Linear(d, shape.d_ffn, bias=False)
             self.down = nn.Linear(shape.d_ffn, d, bias=False)
@@ -152,6 +167,7 @@ def projected_embedding(champion_embedding: np.ndarray, d_model: int) -> np.ndar
 
 # -- training -------------------------------------------------------------------------------------
 
+
 def batches(answers: list[Answer], tokens_per_batch: int, rng: np.random.Generator):
     order = rng.permutation(len(answers))
     batch, size = [], 0
@@ -180,7 +196,7 @@ def batch_loss(model, batch: list[Answer], vocab: np.ndarray, distill_weight: fl
     for row, a in enumerate(batch):
         positions = torch.arange(a.prompt_len - 1, len(a.sequence) - 1)  # predicting each answer token
         rows = log_q[row, positions]  # [n, V']
-        targets = torch.from_numpy(index_of[np.clip(a.sequence[a.prompt_len:], 0, len(index_of) - 1)])
+        targets = torch.from_numpy(index_of[np.clip(a.sequence[a.prompt_len :], 0, len(index_of) - 1)])
         known = targets >= 0
         if known.any():
             hard = hard - rows[known].gather(1, targets[known, None]).sum()
@@ -192,8 +208,17 @@ def batch_loss(model, batch: list[Answer], vocab: np.ndarray, distill_weight: fl
     return (hard + distill_weight * soft) / max(count, 1)
 
 
-def train(model, answers: list[Answer], vocab: np.ndarray, minutes: float, seed: int, lr: float = 2e-3,
-          tokens_per_batch: int = 2048, distill_weight: float = 1.0, log=print) -> dict:
+def train(
+    model,
+    answers: list[Answer],
+    vocab: np.ndarray,
+    minutes: float,
+    seed: int,
+    lr: float = 2e-3,
+    tokens_per_batch: int = 2048,
+    distill_weight: float = 1.0,
+    log=print,
+) -> dict:
     import torch
 
     torch.manual_seed(seed)
@@ -232,7 +257,7 @@ def agreement(model, answers: list[Answer], vocab: np.ndarray, ks=(2, 4, 8)) -> 
     with torch.no_grad():
         for a in answers:
             logits = model(torch.from_numpy(a.sequence)[None])[0, a.prompt_len - 1 : len(a.sequence) - 1]
-            same = vocab[logits.argmax(-1).numpy()] == a.sequence[a.prompt_len:]
+            same = vocab[logits.argmax(-1).numpy()] == a.sequence[a.prompt_len :]
             hits[a.task] += int(same.sum())
             totals[a.task] += len(same)
             runs.append(same)
@@ -261,6 +286,7 @@ def tokens_per_call(hits: list[np.ndarray], k: int) -> float:
 
 # -- export ---------------------------------------------------------------------------------------
 
+
 def to_source(model, shape: DraftShape, vocab: np.ndarray, champion):
     """The trained draft as a ModelSource (Q8_0 weights, F32 norms) for export_onnx. The model's own
     weights are snapped to their Q8_0 values first, so the ONNX file computes what the model does."""
@@ -286,8 +312,15 @@ def to_source(model, shape: DraftShape, vocab: np.ndarray, champion):
     embedding = model.embed.weight.detach().numpy()
     tensors = {"token_embd.weight": q8(embedding, model.embed.weight)}
     for i, block in enumerate(model.blocks):
-        for part, linear in (("attn_q", block.q), ("attn_k", block.k), ("attn_v", block.v), ("attn_output", block.o),
-                             ("ffn_gate", block.gate), ("ffn_up", block.up), ("ffn_down", block.down)):
+        for part, linear in (
+            ("attn_q", block.q),
+            ("attn_k", block.k),
+            ("attn_v", block.v),
+            ("attn_output", block.o),
+            ("ffn_gate", block.gate),
+            ("ffn_up", block.up),
+            ("ffn_down", block.down),
+        ):
             tensors[f"blk.{i}.{part}.weight"] = q8(linear.weight.detach().numpy(), linear.weight)
         tensors[f"blk.{i}.attn_norm.weight"] = f32(block.attn_norm.weight)
         tensors[f"blk.{i}.ffn_norm.weight"] = f32(block.ffn_norm.weight)
@@ -298,11 +331,23 @@ def to_source(model, shape: DraftShape, vocab: np.ndarray, champion):
     with torch.no_grad():
         model.head.weight.copy_(torch.from_numpy(dequantize(head).reshape(full_head.shape)[vocab]))
     tensors["output.weight"] = head
-    config = ModelConfig(architecture="llama", n_layers=shape.n_layers, d_model=shape.d_model, d_ffn=shape.d_ffn,
-                         n_heads=shape.n_heads, n_kv_heads=shape.n_kv_heads, head_dim=shape.d_model // shape.n_heads,
-                         rope_theta=c.rope_theta, rms_eps=c.rms_eps, context_length=c.context_length,
-                         vocab_size=c.vocab_size, tied_embeddings=False)
-    return ModelSource(f"distilled draft of {champion.origin}", config, champion.tokenizer, champion.chat_template, tensors)
+    config = ModelConfig(
+        architecture="llama",
+        n_layers=shape.n_layers,
+        d_model=shape.d_model,
+        d_ffn=shape.d_ffn,
+        n_heads=shape.n_heads,
+        n_kv_heads=shape.n_kv_heads,
+        head_dim=shape.d_model // shape.n_heads,
+        rope_theta=c.rope_theta,
+        rms_eps=c.rms_eps,
+        context_length=c.context_length,
+        vocab_size=c.vocab_size,
+        tied_embeddings=False,
+    )
+    return ModelSource(
+        f"distilled draft of {champion.origin}", config, champion.tokenizer, champion.chat_template, tensors
+    )
 
 
 def macs_per_token(config: dict, output_vocab: int) -> int:

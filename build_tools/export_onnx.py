@@ -82,15 +82,29 @@ class Graph:
         self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], hint: str = "", outputs: list[str] | None = None, domain: str = "", **attrs) -> str:
+    def op(
+        self,
+        op_type: str,
+        inputs: list[str],
+        hint: str = "",
+        outputs: list[str] | None = None,
+        domain: str = "",
+        **attrs,
+    ) -> str:
         outputs = outputs or [self.name(hint or op_type.lower())]
         self.nodes.append(helper.make_node(op_type, inputs, outputs, domain=domain or None, **attrs))
         return outputs[0]
 
 
 class LlamaExporter:
-    def __init__(self, source: ModelSource, n_layers: int, id_map: np.ndarray | None = None, all_rows: bool = False,
-                 dense: bool = False):
+    def __init__(
+        self,
+        source: ModelSource,
+        n_layers: int,
+        id_map: np.ndarray | None = None,
+        all_rows: bool = False,
+        dense: bool = False,
+    ):
         self.source, self.config, self.n_layers = source, source.config, n_layers
         self.id_map = id_map
         self.all_rows = all_rows  # also output all_logits [1, T, V'] (the no-WebGPU champion scores every row)
@@ -166,7 +180,9 @@ class LlamaExporter:
         for i in range(self.n_layers):
             for kind in ("key", "value"):
                 inputs.append(helper.make_tensor_value_info(f"past_{kind}_{i}", TensorProto.FLOAT, [1, kv, "P", hd]))
-                outputs.append(helper.make_tensor_value_info(f"present_{kind}_{i}", TensorProto.FLOAT, [1, kv, "S", hd]))
+                outputs.append(
+                    helper.make_tensor_value_info(f"present_{kind}_{i}", TensorProto.FLOAT, [1, kv, "S", hd])
+                )
         inputs += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in ("temperature", "uniform")]
 
         # Positions P..P+T-1, RoPE tables [1, T, 1, hd/2, 1], causal mask [T, S].
@@ -176,7 +192,13 @@ class LlamaExporter:
         one = g.const(np.int64(1))
         positions = g.op("Range", [past_len, total_len, one])
         inv_freq = (c.rope_theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(np.float32)
-        angles = g.op("Mul", [g.op("Unsqueeze", [g.op("Cast", [positions], to=TensorProto.FLOAT), g.const(np.array([1], np.int64))]), g.const(inv_freq[None, :])])
+        angles = g.op(
+            "Mul",
+            [
+                g.op("Unsqueeze", [g.op("Cast", [positions], to=TensorProto.FLOAT), g.const(np.array([1], np.int64))]),
+                g.const(inv_freq[None, :]),
+            ],
+        )
         table_shape = g.const(np.array([1, -1, 1, hd // 2, 1], np.int64))
         cos = g.op("Reshape", [g.op("Cos", [angles]), table_shape])
         sin = g.op("Reshape", [g.op("Sin", [angles]), table_shape])
@@ -186,11 +208,22 @@ class LlamaExporter:
         attention_len = total_len
         if self.invariant:
             block = g.const(np.int64(KEY_BLOCK))
-            attention_len = g.op("Mul", [g.op("Div", [g.op("Add", [total_len, g.const(np.int64(KEY_BLOCK - 1))]), block]), block])
+            attention_len = g.op(
+                "Mul", [g.op("Div", [g.op("Add", [total_len, g.const(np.int64(KEY_BLOCK - 1))]), block]), block]
+            )
             key_pad = g.op("Sub", [attention_len, total_len])
-            self.key_pads = g.op("Concat", [g.const(np.zeros(6, np.int64)), g.op("Unsqueeze", [key_pad, g.const(np.array([0], np.int64))]),
-                                            g.const(np.zeros(1, np.int64))], axis=0)  # [0,0,0,0, 0,0,pad,0] for [1,kv,S,hd]
-        key_positions = g.op("Unsqueeze", [g.op("Range", [g.const(np.int64(0)), attention_len, one]), g.const(np.array([0], np.int64))])
+            self.key_pads = g.op(
+                "Concat",
+                [
+                    g.const(np.zeros(6, np.int64)),
+                    g.op("Unsqueeze", [key_pad, g.const(np.array([0], np.int64))]),
+                    g.const(np.zeros(1, np.int64)),
+                ],
+                axis=0,
+            )  # [0,0,0,0, 0,0,pad,0] for [1,kv,S,hd]
+        key_positions = g.op(
+            "Unsqueeze", [g.op("Range", [g.const(np.int64(0)), attention_len, one]), g.const(np.array([0], np.int64))]
+        )
         allowed = g.op("LessOrEqual", [key_positions, g.op("Unsqueeze", [positions, g.const(np.array([1], np.int64))])])
         neg_inf = g.const(np.float32(-np.inf))
 
@@ -204,39 +237,73 @@ class LlamaExporter:
             codes, scales = q8_0_table(embed)
             self.embed_codes, self.embed_scales = g.const(codes, "embd_q"), g.const(scales.reshape(-1), "embd_s")
             scales_2d = g.op("Reshape", [self.embed_scales, g.const(np.array(scales.shape, np.int64))])
-            rows = g.op("Cast", [g.op("Gather", [self.embed_codes, "input_ids"], axis=0)], to=TensorProto.FLOAT)  # [1,T,nb,32]
-            row_scales = g.op("Unsqueeze", [g.op("Gather", [scales_2d, "input_ids"], axis=0), g.const(np.array([-1], np.int64))])
+            rows = g.op(
+                "Cast", [g.op("Gather", [self.embed_codes, "input_ids"], axis=0)], to=TensorProto.FLOAT
+            )  # [1,T,nb,32]
+            row_scales = g.op(
+                "Unsqueeze", [g.op("Gather", [scales_2d, "input_ids"], axis=0), g.const(np.array([-1], np.int64))]
+            )
             x = g.op("Mul", [g.op("Sub", [rows, g.const(np.float32(128))]), row_scales])
             x = g.op("Reshape", [x, g.const(np.array([1, -1, c.d_model], np.int64))])
 
         for i in range(self.n_layers):
-            t = lambda part: self.source.require(f"blk.{i}.{part}.weight")  # noqa: E731
+
+            def t(part: str, layer: int = i):
+                return self.source.require(f"blk.{layer}.{part}.weight")
+
             h = self.rms_norm(x, t("attn_norm"))
             q = self.rope(self.matmul(h, t("attn_q"), f"l{i}_q"), c.n_heads, cos, sin)
             k = self.rope(self.matmul(h, t("attn_k"), f"l{i}_k"), kv, cos, sin)
             v = g.op("Reshape", [self.matmul(h, t("attn_v"), f"l{i}_v"), g.const(np.array([1, -1, kv, hd], np.int64))])
-            k = g.op("Concat", [f"past_key_{i}", g.op("Transpose", [k], perm=[0, 2, 1, 3])], outputs=[f"present_key_{i}"], axis=2)
-            v = g.op("Concat", [f"past_value_{i}", g.op("Transpose", [v], perm=[0, 2, 1, 3])], outputs=[f"present_value_{i}"], axis=2)
+            k = g.op(
+                "Concat",
+                [f"past_key_{i}", g.op("Transpose", [k], perm=[0, 2, 1, 3])],
+                outputs=[f"present_key_{i}"],
+                axis=2,
+            )
+            v = g.op(
+                "Concat",
+                [f"past_value_{i}", g.op("Transpose", [v], perm=[0, 2, 1, 3])],
+                outputs=[f"present_value_{i}"],
+                axis=2,
+            )
             if self.invariant:  # zero key/value rows up to the padded attention length (not in the KV outputs)
                 k = g.op("Pad", [k, self.key_pads])
                 v = g.op("Pad", [v, self.key_pads])
-            qg = g.op("Reshape", [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))])
+            qg = g.op(
+                "Reshape",
+                [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))],
+            )
             if self.invariant:
                 scores, attn_of = self.invariant_scores(qg, k), self.invariant_mix
             else:
                 kt = g.op("Unsqueeze", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(np.array([2], np.int64))])
                 scores = g.op("MatMul", [qg, kt])
-                attn_of = lambda w, values: g.op("MatMul", [w, g.op("Unsqueeze", [values, g.const(np.array([2], np.int64))])])  # noqa: E731
+
+                def attn_of(w, values):
+                    return g.op("MatMul", [w, g.op("Unsqueeze", [values, g.const(np.array([2], np.int64))])])
+
             scores = g.op("Mul", [scores, g.const(np.float32(1.0 / np.sqrt(hd)))])
             weights = g.op("Softmax", [g.op("Where", [allowed, scores, neg_inf])], axis=-1)
             attn = attn_of(weights, v)  # [1,kv,g,T,hd]
             attn = g.op("Reshape", [attn, g.const(np.array([1, c.n_heads, -1, hd], np.int64))])
-            attn = g.op("Reshape", [g.op("Transpose", [attn], perm=[0, 2, 1, 3]), g.const(np.array([1, -1, c.d_model], np.int64))])
+            attn = g.op(
+                "Reshape",
+                [g.op("Transpose", [attn], perm=[0, 2, 1, 3]), g.const(np.array([1, -1, c.d_model], np.int64))],
+            )
             x = g.op("Add", [x, self.matmul(attn, t("attn_output"), f"l{i}_o")])
             h = self.rms_norm(x, t("ffn_norm"))
             gate = self.matmul(h, t("ffn_gate"), f"l{i}_gate")
             up = self.matmul(h, t("ffn_up"), f"l{i}_up")
-            x = g.op("Add", [x, self.matmul(g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down")])
+            x = g.op(
+                "Add",
+                [
+                    x,
+                    self.matmul(
+                        g.op("Mul", [g.op("Mul", [gate, g.op("Sigmoid", [gate])]), up]), t("ffn_down"), f"l{i}_down"
+                    ),
+                ],
+            )
 
         last_index = g.op("Sub", [seq_len, one])
         if self.all_rows:
@@ -245,12 +312,16 @@ class LlamaExporter:
         else:
             last = g.op("Gather", [x, last_index], axis=1)  # [1, d_model]
             self.head(self.rms_norm(last, self.source.require("output_norm.weight")))
-        outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, "V"]) for n in ("logits", "probs")] + [
-            helper.make_tensor_value_info("token", TensorProto.INT64, [1])
-        ] + outputs
+        outputs = (
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, "V"]) for n in ("logits", "probs")]
+            + [helper.make_tensor_value_info("token", TensorProto.INT64, [1])]
+            + outputs
+        )
         graph = helper.make_graph(g.nodes, "draft", inputs, outputs, g.initializers)
         model = helper.make_model(
-            graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)], ir_version=IR_VERSION
+            graph,
+            opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)],
+            ir_version=IR_VERSION,
         )
         model.producer_name = "spec-chat build_tools"
         return model
@@ -278,7 +349,16 @@ class LlamaExporter:
             codes_name, scales_name = g.const(codes, "head_q"), g.const(scales.reshape(-1), "head_s")
         zero_points = np.full(out_vocab * nb, 128, np.uint8)
         inputs = [hidden, codes_name, scales_name, g.const(zero_points, "head_z")]
-        g.op("MatMulNBits", inputs, outputs=[head_out], domain="com.microsoft", K=c.d_model, N=out_vocab, bits=8, block_size=BLOCK)
+        g.op(
+            "MatMulNBits",
+            inputs,
+            outputs=[head_out],
+            domain="com.microsoft",
+            K=c.d_model,
+            N=out_vocab,
+            bits=8,
+            block_size=BLOCK,
+        )
         if last_index is not None:
             g.op("Gather", ["all_logits", last_index], outputs=["logits"], axis=1)
         add_sampler(g, self.id_map)
@@ -303,7 +383,9 @@ def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
     safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
     soft = g.op("Softmax", [g.op("Div", ["logits", safe_t])], axis=-1)
     best = g.op("ArgMax", ["logits"], axis=-1, keepdims=0, select_last_index=0)  # lowest index wins ties
-    out_vocab = g.op("Slice", [g.op("Shape", ["logits"]), g.const(np.array([1], np.int64)), g.const(np.array([2], np.int64))])
+    out_vocab = g.op(
+        "Slice", [g.op("Shape", ["logits"]), g.const(np.array([1], np.int64)), g.const(np.array([2], np.int64))]
+    )
     onehot = g.op("OneHot", [best, out_vocab, g.const(np.array([0, 1], np.float32))], axis=-1)
     grid = g.const(np.int64(GRID))
     p = g.op("Where", [sampling, soft, onehot])
@@ -315,7 +397,11 @@ def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
     g.op("Div", [g.op("Cast", [counts], to=TensorProto.FLOAT), g.const(np.float32(GRID))], outputs=["probs"])
     target = g.op("Cast", [g.op("Ceil", [g.op("Mul", ["uniform", g.const(np.float32(GRID))])])], to=i64)
     target = g.op("Min", [g.op("Max", [target, g.const(np.int64(1))]), grid])  # u in (0, 1]: 1..2^24
-    reached = g.op("Cast", [g.op("GreaterOrEqual", [g.op("CumSum", [counts, g.const(np.int64(-1))]), target])], to=TensorProto.INT32)
+    reached = g.op(
+        "Cast",
+        [g.op("GreaterOrEqual", [g.op("CumSum", [counts, g.const(np.int64(-1))]), target])],
+        to=TensorProto.INT32,
+    )
     index = g.op("ArgMax", [reached], axis=-1, keepdims=0, select_last_index=0)  # first index reaching the target
     if id_map is None:
         g.op("Identity", [index], outputs=["token"])
@@ -366,8 +452,15 @@ def without_weights(model: onnx.ModelProto, dense_weights: dict[str, str]) -> on
     return model
 
 
-def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | None = None, all_rows: bool = False,
-                 dense: bool = False, weightless: bool = False) -> dict:
+def export_llama(
+    source: ModelSource,
+    n_layers: int,
+    path,
+    id_map: np.ndarray | None = None,
+    all_rows: bool = False,
+    dense: bool = False,
+    weightless: bool = False,
+) -> dict:
     """Write the ONNX file; returns the manifest entry (config, io names, vocabulary; with weightless, the
     external weights: initializer -> GGUF tensor)."""
     if not 1 <= n_layers <= source.config.n_layers:
@@ -383,6 +476,7 @@ def export_llama(source: ModelSource, n_layers: int, path, id_map: np.ndarray | 
         "output_vocab": int(source.config.vocab_size if id_map is None else len(id_map)),
         "id_map": None if id_map is None else [int(i) for i in id_map],
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
-        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"] + (["all_logits"] if all_rows else []),
+        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"]
+        + (["all_logits"] if all_rows else []),
         **({"external_weights": dict(sorted(exporter.dense_weights.items()))} if weightless else {}),
     }

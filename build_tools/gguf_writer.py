@@ -13,7 +13,11 @@ import numpy as np
 
 from .source import ModelSource
 
-GGUF_TYPES = {"q4_1": gguf.GGMLQuantizationType.Q4_1, "q8_0": gguf.GGMLQuantizationType.Q8_0, "f32": gguf.GGMLQuantizationType.F32}
+GGUF_TYPES = {
+    "q4_1": gguf.GGMLQuantizationType.Q4_1,
+    "q8_0": gguf.GGMLQuantizationType.Q8_0,
+    "f32": gguf.GGMLQuantizationType.F32,
+}
 
 
 def write_gguf(source: ModelSource, path: Path, architecture: str = "llama", drop: str | None = None) -> Path:

@@ -12,7 +12,12 @@ from .source import ModelSource
 
 GOLDEN_PROMPTS = [
     [{"role": "user", "content": "What is the capital of France?"}],
-    [{"role": "user", "content": "Rewrite in the past tense: The cat sits on the mat and watches the birds in the garden."}],
+    [
+        {
+            "role": "user",
+            "content": "Rewrite in the past tense: The cat sits on the mat and watches the birds in the garden.",
+        }
+    ],
     [{"role": "user", "content": "Write a Python function that returns the sum of a list of numbers."}],
 ]
 GREEDY_STEPS = 32
@@ -40,6 +45,13 @@ def golden_vectors(source: ModelSource, prompts=GOLDEN_PROMPTS, steps: int = GRE
             if token in eos or step == steps - 1:
                 break
             logits = model.forward([token], cache, len(prompt) + step)[-1]
-        cases.append({"messages": messages, "prompt_ids": prompt, "greedy": greedy, "top_logits": top,
-                      "text": tokenizer.decode(greedy)})
+        cases.append(
+            {
+                "messages": messages,
+                "prompt_ids": prompt,
+                "greedy": greedy,
+                "top_logits": top,
+                "text": tokenizer.decode(greedy),
+            }
+        )
     return {"reference": "numpy float32 (build_tools/reference.py)", "cases": cases}

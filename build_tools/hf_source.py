@@ -21,9 +21,15 @@ from .source import ModelSource, SourceError, Tensor, quantize
 
 SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
 HF_NAMES = {
-    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm",
 }
 
 
@@ -84,15 +90,23 @@ def tokenizer_from_hf(path: Path) -> dict:
         pre_name = "gpt2"
     else:
         raise SourceError(f"{path}: pre-tokenizer {kinds} is not supported (need ByteLevel, optionally after Digits)")
-    return {"model": "byte_level_bpe", "pre_tokenizer": pre_name, "tokens": tokens, "merges": merges,
-            "token_types": [TOKEN_TYPE_CONTROL if i in special else 1 for i in range(len(tokens))]}
+    return {
+        "model": "byte_level_bpe",
+        "pre_tokenizer": pre_name,
+        "tokens": tokens,
+        "merges": merges,
+        "token_types": [TOKEN_TYPE_CONTROL if i in special else 1 for i in range(len(tokens))],
+    }
 
 
 def read_hf_folder(folder: Path) -> ModelSource:
     folder = Path(folder)
     for required in ("config.json", "tokenizer.json"):
         if not (folder / required).is_file():
-            raise SourceError(f"{folder}: {required} is missing (a Hugging Face folder needs config.json, *.safetensors, tokenizer.json)")
+            raise SourceError(
+                f"{folder}: {required} is missing (a Hugging Face folder needs config.json, *.safetensors, "
+                "tokenizer.json)"
+            )
     hf = json.loads((folder / "config.json").read_text())
     if hf.get("model_type") != "llama":
         raise SourceError(f"{folder}/config.json: model_type {hf.get('model_type')!r} is not supported (llama only)")
@@ -108,10 +122,17 @@ def read_hf_folder(folder: Path) -> ModelSource:
     tokenizer["eos_id"] = ids.get(extras.get("eos_token"), hf.get("eos_token_id"))
     heads, kv_heads = hf["num_attention_heads"], hf.get("num_key_value_heads", hf["num_attention_heads"])
     config = ModelConfig(
-        architecture="llama", n_layers=hf["num_hidden_layers"], d_model=hf["hidden_size"], d_ffn=hf["intermediate_size"],
-        n_heads=heads, n_kv_heads=kv_heads, head_dim=hf.get("head_dim", hf["hidden_size"] // heads),
-        rope_theta=float(hf.get("rope_theta", 10000.0)), rms_eps=float(hf.get("rms_norm_eps", 1e-5)),
-        context_length=hf.get("max_position_embeddings", 2048), vocab_size=len(tokenizer["tokens"]),
+        architecture="llama",
+        n_layers=hf["num_hidden_layers"],
+        d_model=hf["hidden_size"],
+        d_ffn=hf["intermediate_size"],
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=hf.get("head_dim", hf["hidden_size"] // heads),
+        rope_theta=float(hf.get("rope_theta", 10000.0)),
+        rms_eps=float(hf.get("rms_norm_eps", 1e-5)),
+        context_length=hf.get("max_position_embeddings", 2048),
+        vocab_size=len(tokenizer["tokens"]),
         tied_embeddings=bool(hf.get("tie_word_embeddings", False)),
     )
     files = sorted(folder.glob("*.safetensors"))

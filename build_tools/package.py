@@ -28,7 +28,7 @@ from pyodide_app.manifest import (
     tensor_bytes,
     tokenizer_identity,
 )
-from pyodide_app.package_check import MANIFEST_FILE, file_entry, weights_identity  # noqa: F401 - re-exported
+from pyodide_app.package_check import MANIFEST_FILE, file_entry, weights_identity
 
 from .prebuilt_draft import PrebuiltDraft
 from .source import ModelSource, SourceError, Tensor, layer_tensor_names
@@ -79,13 +79,19 @@ def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
     d, kv = config.d_model, config.n_kv_heads * config.head_dim
     shapes = {"token_embd.weight": (d, config.vocab_size), "output_norm.weight": (d,)}
     for i in range(config.n_layers):
-        shapes.update({
-            f"blk.{i}.attn_norm.weight": (d,), f"blk.{i}.ffn_norm.weight": (d,),
-            f"blk.{i}.attn_q.weight": (d, config.n_heads * config.head_dim), f"blk.{i}.attn_k.weight": (d, kv),
-            f"blk.{i}.attn_v.weight": (d, kv), f"blk.{i}.attn_output.weight": (config.n_heads * config.head_dim, d),
-            f"blk.{i}.ffn_gate.weight": (d, config.d_ffn), f"blk.{i}.ffn_up.weight": (d, config.d_ffn),
-            f"blk.{i}.ffn_down.weight": (config.d_ffn, d),
-        })
+        shapes.update(
+            {
+                f"blk.{i}.attn_norm.weight": (d,),
+                f"blk.{i}.ffn_norm.weight": (d,),
+                f"blk.{i}.attn_q.weight": (d, config.n_heads * config.head_dim),
+                f"blk.{i}.attn_k.weight": (d, kv),
+                f"blk.{i}.attn_v.weight": (d, kv),
+                f"blk.{i}.attn_output.weight": (config.n_heads * config.head_dim, d),
+                f"blk.{i}.ffn_gate.weight": (d, config.d_ffn),
+                f"blk.{i}.ffn_up.weight": (d, config.d_ffn),
+                f"blk.{i}.ffn_down.weight": (config.d_ffn, d),
+            }
+        )
     if not config.tied_embeddings:
         shapes["output.weight"] = (d, config.vocab_size)
     return shapes
@@ -95,9 +101,13 @@ def check_source(source: ModelSource) -> list[str]:
     """Every tensor present, with the right shape and a shader format. Returns names in shard order."""
     config = source.config
     if config.n_heads * config.head_dim != config.d_model or config.n_heads % config.n_kv_heads:
-        raise SourceError(f"{source.origin}: head layout {config.n_heads}x{config.head_dim} (kv {config.n_kv_heads}) is not supported")
+        raise SourceError(
+            f"{source.origin}: head layout {config.n_heads}x{config.head_dim} (kv {config.n_kv_heads}) is not supported"
+        )
     if config.vocab_size != len(source.tokenizer["tokens"]):
-        raise SourceError(f"{source.origin}: vocabulary has {len(source.tokenizer['tokens'])} tokens, config says {config.vocab_size}")
+        raise SourceError(
+            f"{source.origin}: vocabulary has {len(source.tokenizer['tokens'])} tokens, config says {config.vocab_size}"
+        )
     names = layer_tensor_names(config.n_layers) + ([] if config.tied_embeddings else ["output.weight"])
     for name, shape in expected_shapes(config).items():
         tensor = source.require(name)
@@ -137,8 +147,12 @@ class ShardWriter:
         parts, view = [], memoryview(data)
         while view:
             padding = -self.size % TENSOR_ALIGNMENT
-            if self.handle is None or self.size + padding >= SHARD_LIMIT_BYTES or (
-                self.size and self.size + padding + len(view) > SHARD_LIMIT_BYTES and len(view) <= SHARD_LIMIT_BYTES
+            if (
+                self.handle is None
+                or self.size + padding >= SHARD_LIMIT_BYTES
+                or (
+                    self.size and self.size + padding + len(view) > SHARD_LIMIT_BYTES and len(view) <= SHARD_LIMIT_BYTES
+                )
             ):
                 self._open_next()
                 padding = 0
@@ -162,7 +176,9 @@ def check_draft_identity(champion: ModelSource, draft: DraftPlan) -> None:
     mine, theirs = source_identity(champion), draft.identity()
     for key in ("tokenizer", "special_tokens", "chat_template"):
         if mine[key] != theirs[key]:
-            raise SourceError(f"{draft.origin}: draft {key.replace('_', ' ')} differs from the champion's ({champion.origin})")
+            raise SourceError(
+                f"{draft.origin}: draft {key.replace('_', ' ')} differs from the champion's ({champion.origin})"
+            )
 
 
 def prepare_output(out: Path, identity: dict) -> None:
@@ -230,21 +246,24 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         writer.close()
     (folder / TOKENIZER_FILE).write_text(json.dumps(champion.tokenizer, ensure_ascii=False))
     (folder / TEMPLATE_FILE).write_text(champion.chat_template)
-    identity = {
-        **source_identity(champion),
-        "champion_weights": weights_identity(tensors),
-        "draft_weights": None,
-    }
+    identity = {**source_identity(champion), "champion_weights": weights_identity(tensors), "draft_weights": None}
     draft_entry = None
     if draft is not None:
         if export_draft is None:
             raise SourceError("a draft was requested but no exporter was given")
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
-        agreement = draft.prebuilt.provenance.get("evaluation", {}).get("overall") if draft.prebuilt is not None else None
+        agreement = (
+            draft.prebuilt.provenance.get("evaluation", {}).get("overall") if draft.prebuilt is not None else None
+        )
         if agreement is not None:  # the auto scheduler's prior for the draft's acceptance
             draft_entry["agreement"] = agreement
-        identity.update({"draft_weights": file_entry(folder / DRAFT_FILE)["sha256"], **{f"draft_{key}": value for key, value in draft.identity().items()}})
+        identity.update(
+            {
+                "draft_weights": file_entry(folder / DRAFT_FILE)["sha256"],
+                **{f"draft_{key}": value for key, value in draft.identity().items()},
+            }
+        )
     fallback_entry = cpu_entry = None
     if export_fallback is not None:
         fallback_entry = export_fallback(champion, folder / FALLBACK_FILE)

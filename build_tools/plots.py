@@ -13,7 +13,12 @@ def write_plots(result: dict, out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     paths = []
-    for name, draw in (("survival", _survival), ("waterfall", _waterfall), ("speedup_cdf", _speedup_cdf), ("break_even", _break_even)):
+    for name, draw in (
+        ("survival", _survival),
+        ("waterfall", _waterfall),
+        ("speedup_cdf", _speedup_cdf),
+        ("break_even", _break_even),
+    ):
         figure, axes = plt.subplots(figsize=(8, 5))
         draw(result, axes)
         figure.tight_layout()
@@ -32,13 +37,28 @@ def _survival(result, axes):
     for row in _greedy_rows(result):
         if row["arm"] in ("lookup-k8", "neural-k4") and row["survival"]:
             style = "-" if row["arm"].startswith("lookup") else "--"
-            axes.plot(range(0, len(row["survival"]) + 1), [1.0] + row["survival"], style, marker="o", label=f"{row['arm']} · {row['stratum']}")
-    axes.set(title="Acceptance survival S_i by stratum (greedy)", xlabel="draft position i", ylabel="P(first i drafts accepted)", ylim=(0, 1.05))
+            axes.plot(
+                range(0, len(row["survival"]) + 1),
+                [1.0] + row["survival"],
+                style,
+                marker="o",
+                label=f"{row['arm']} · {row['stratum']}",
+            )
+    axes.set(
+        title="Acceptance survival S_i by stratum (greedy)",
+        xlabel="draft position i",
+        ylabel="P(first i drafts accepted)",
+        ylim=(0, 1.05),
+    )
     axes.legend(fontsize=7, ncol=2)
 
 
 def _waterfall(result, axes):
-    rows = [r for r in result["summary"] if r["setting"] == "greedy" and r["stratum"].startswith("all") and r["time_split_s"]]
+    rows = [
+        r
+        for r in result["summary"]
+        if r["setting"] == "greedy" and r["stratum"].startswith("all") and r["time_split_s"]
+    ]
     parts = ("draft", "verify", "sync", "other")
     colors = {"draft": "#d9822e", "verify": "#2e62d9", "sync": "#7a9be8", "other": "#b8bdc9"}
     for y, row in enumerate(rows):
@@ -48,7 +68,10 @@ def _waterfall(result, axes):
             axes.barh(y, width, left=left, color=colors[part], label=part if y == 0 else None)
             left += width
     axes.set_yticks(range(len(rows)), [r["arm"] for r in rows])
-    axes.set(title="Median time split per request (greedy, all strata)", xlabel="seconds (verify: host side; sync: waiting on the GPU)")
+    axes.set(
+        title="Median time split per request (greedy, all strata)",
+        xlabel="seconds (verify: host side; sync: waiting on the GPU)",
+    )
     axes.legend()
 
 
@@ -61,7 +84,11 @@ def _speedup_cdf(result, axes):
         if values:
             axes.step(values, [(i + 1) / len(values) for i in range(len(values))], where="post", label=arm)
     axes.axvline(1.0, color="#888", linewidth=1)
-    axes.set(title="Per-request decode speed-up vs none (CDF, excl. repetitive)", xlabel="speed-up", ylabel="fraction of requests")
+    axes.set(
+        title="Per-request decode speed-up vs none (CDF, excl. repetitive)",
+        xlabel="speed-up",
+        ylabel="fraction of requests",
+    )
     axes.legend(fontsize=7)
 
 
@@ -72,14 +99,21 @@ def _break_even(result, axes):
     if not base or not base["decode_tps"]:
         return
     extra = {r["arm"]: r.get("load_extra_s") or 0.0 for r in result["records"]}
-    draft_load = (result["load"]["warm"].get("draft_session_s") or 0.0)
+    draft_load = result["load"]["warm"].get("draft_session_s") or 0.0
     lengths = list(range(1, 513, 4))
     for arm, row in rows.items():
         if arm == "none" or not row["decode_tps"]:
             continue
         load = extra.get(arm, 0.0) + (draft_load if arm.startswith("neural") else 0.0)
-        speedups = [((base["ttft_s"] or 0) + n / base["decode_tps"]) / (load + (row["ttft_s"] or 0) + n / row["decode_tps"]) for n in lengths]
+        speedups = [
+            ((base["ttft_s"] or 0) + n / base["decode_tps"]) / (load + (row["ttft_s"] or 0) + n / row["decode_tps"])
+            for n in lengths
+        ]
         axes.plot(lengths, speedups, label=arm)
     axes.axhline(1.0, color="#888", linewidth=1)
-    axes.set(title="Break-even: speed-up vs output length (incl. load and prefill)", xlabel="output tokens", ylabel="speed-up vs none")
+    axes.set(
+        title="Break-even: speed-up vs output length (incl. load and prefill)",
+        xlabel="output tokens",
+        ylabel="speed-up vs none",
+    )
     axes.legend(fontsize=7)

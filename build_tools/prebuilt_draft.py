@@ -41,12 +41,17 @@ def read_prebuilt(folder: Path) -> PrebuiltDraft:
         entry = json.loads((folder / "draft.json").read_text())
         provenance = json.loads((folder / "provenance.json").read_text())
         expected = provenance["draft_onnx_sha256"]
-        identity = {key: provenance["champion_identity"][key] for key in ("tokenizer", "special_tokens", "chat_template")}
+        identity = {
+            key: provenance["champion_identity"][key] for key in ("tokenizer", "special_tokens", "chat_template")
+        }
     except (ValueError, KeyError, TypeError) as error:
         raise SourceError(f"{folder}: draft.json / provenance.json unreadable ({error!r})") from None
     actual = hashlib.sha256((folder / "draft.onnx").read_bytes()).hexdigest()
     if actual != expected:
-        raise SourceError(f"{folder / 'draft.onnx'}: sha256 {actual[:12]}… differs from provenance.json's {expected[:12]}… (damaged file)")
+        raise SourceError(
+            f"{folder / 'draft.onnx'}: sha256 {actual[:12]}… differs from provenance.json's {expected[:12]}… (damaged "
+            "file)"
+        )
     return PrebuiltDraft(folder, entry, provenance, identity)
 
 
@@ -68,15 +73,19 @@ def upgrade_sampler(folder: Path) -> dict:
 
     draft = read_prebuilt(folder)
     id_map = draft.entry.get("id_map")
-    model = replace_sampler(onnx.load(str(draft.folder / "draft.onnx")), None if id_map is None else np.asarray(id_map, np.int64))
+    model = replace_sampler(
+        onnx.load(str(draft.folder / "draft.onnx")), None if id_map is None else np.asarray(id_map, np.int64)
+    )
     onnx.save(model, str(draft.folder / "draft.onnx"))
     provenance = dict(draft.provenance)
     history = list(provenance.get("sampler_history", []))
-    history.append({
-        "sampler": "export_onnx.add_sampler: q on a 2^-24 grid, integer inverse CDF (exact)",
-        "previous_draft_onnx_sha256": provenance["draft_onnx_sha256"],
-        "rewritten": time.strftime("%Y-%m-%d %H:%M:%S"),
-    })
+    history.append(
+        {
+            "sampler": "export_onnx.add_sampler: q on a 2^-24 grid, integer inverse CDF (exact)",
+            "previous_draft_onnx_sha256": provenance["draft_onnx_sha256"],
+            "rewritten": time.strftime("%Y-%m-%d %H:%M:%S"),
+        }
+    )
     provenance["sampler_history"] = history
     provenance["draft_onnx_sha256"] = hashlib.sha256((draft.folder / "draft.onnx").read_bytes()).hexdigest()
     (draft.folder / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")

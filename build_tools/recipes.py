@@ -35,8 +35,13 @@ def draft_plan(spec: str | None, champion):
 
     if is_prebuilt(Path(spec)):
         draft = read_prebuilt(Path(spec))
-        return DraftPlan("prebuilt", None, draft.entry["config"]["n_layers"], draft.entry.get("description") or
-                         f"prebuilt draft {Path(spec).name}", prebuilt=draft)
+        return DraftPlan(
+            "prebuilt",
+            None,
+            draft.entry["config"]["n_layers"],
+            draft.entry.get("description") or f"prebuilt draft {Path(spec).name}",
+            prebuilt=draft,
+        )
     if spec.startswith("self:"):
         try:
             layers = int(spec[5:])
@@ -44,7 +49,12 @@ def draft_plan(spec: str | None, champion):
             raise SourceError(f"--draft {spec}: expected self:N with N a number of layers") from None
         if not 1 <= layers <= champion.config.n_layers:
             raise SourceError(f"--draft {spec}: the champion has {champion.config.n_layers} layers")
-        return DraftPlan("self", champion, layers, f"first {layers} of {champion.config.n_layers} champion layers + final norm + head")
+        return DraftPlan(
+            "self",
+            champion,
+            layers,
+            f"first {layers} of {champion.config.n_layers} champion layers + final norm + head",
+        )
     source = read_source(spec)
     return DraftPlan("model", source, source.config.n_layers, f"separate model {Path(spec).name}")
 
@@ -64,12 +74,13 @@ def export_fallback(source, path: Path) -> dict:
     return export_llama(source, source.config.n_layers, path, all_rows=True)
 
 
-def make_package(champion_spec: str | None, draft_spec: str | None, out: Path, golden: bool = True,
-                 fallback: bool = True) -> dict:
+def make_package(
+    champion_spec: str | None, draft_spec: str | None, out: Path, golden: bool = True, fallback: bool = True
+) -> dict:
     """Package a champion (default: SmolLM2) with a draft (default for SmolLM2: the shipped one; "none": no
     draft) into `out`; prints one summary line and returns the manifest."""
-    from .golden import golden_vectors
     from .gguf_source import default_champion_path
+    from .golden import golden_vectors
     from .package import build_package
 
     started = time.perf_counter()
@@ -78,10 +89,14 @@ def make_package(champion_spec: str | None, draft_spec: str | None, out: Path, g
     champion_spec = champion_spec or str(default_champion_path())
     champion = read_source(champion_spec)
     plan = draft_plan(None if draft_spec == "none" else draft_spec, champion)
-    manifest = build_package(champion, out, plan, export_draft, golden_vectors if golden else None, export_fallback if fallback else None)
+    manifest = build_package(
+        champion, out, plan, export_draft, golden_vectors if golden else None, export_fallback if fallback else None
+    )
     total = sum(f["bytes"] for f in manifest["files"].values())
-    print(f"packaged {champion_spec} -> {out}: {len(manifest['files'])} files, {total / 2**20:.1f} MiB, "
-          f"{time.perf_counter() - started:.1f} s")
+    print(
+        f"packaged {champion_spec} -> {out}: {len(manifest['files'])} files, {total / 2**20:.1f} MiB, "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     return manifest
 
 
@@ -90,9 +105,10 @@ def default_package() -> Path:
     carries the shipped draft; an older build there is removed and rebuilt."""
     import shutil
 
+    from pyodide_app.package_check import check_package
+
     from .prebuilt_draft import read_prebuilt
     from .site import WEB
-    from pyodide_app.package_check import check_package
 
     model = WEB / "model"
     try:

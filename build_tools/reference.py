@@ -84,8 +84,20 @@ class ReferenceModel:
         self.head = self.embed if config.tied_embeddings else dequantize(tensors["output.weight"])
         self.final_norm = dequantize(tensors["output_norm.weight"])
         self.layers = [
-            {part: dequantize(tensors[f"blk.{i}.{part}.weight"]) for part in
-             ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down")}
+            {
+                part: dequantize(tensors[f"blk.{i}.{part}.weight"])
+                for part in (
+                    "attn_norm",
+                    "attn_q",
+                    "attn_k",
+                    "attn_v",
+                    "attn_output",
+                    "ffn_norm",
+                    "ffn_gate",
+                    "ffn_up",
+                    "ffn_down",
+                )
+            }
             for i in range(self.n_layers)
         ]
 

@@ -35,7 +35,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
     quiet = False  # True: no request log (benchmarks print their own progress)
 
-    def log_message(self, format, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format, *args) -> None:
         if not self.quiet:
             super().log_message(format, *args)
 
@@ -48,7 +48,9 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 def make_server(site: Path, port: int, host: str = "127.0.0.1", quiet: bool = False) -> http.server.ThreadingHTTPServer:
     if not (site / "index.html").is_file():
         raise SystemExit(f"serve: {site}/index.html not found")
-    handler = functools.partial(type("QuietHandler", (SiteHandler,), {"quiet": True}) if quiet else SiteHandler, directory=str(site))
+    handler = functools.partial(
+        type("QuietHandler", (SiteHandler,), {"quiet": True}) if quiet else SiteHandler, directory=str(site)
+    )
     return http.server.ThreadingHTTPServer((host, port), handler)
 
 

@@ -1,6 +1,7 @@
 """Assemble the static site: the page (web/), the vendored runtimes, the orchestrator, the shaders, a model.
 
-    web/                 index.html, app.js, worker.js, gpu.js, draft.js, dequant.js, markdown.js, charts.js, sw.js, style.css
+    web/                 index.html, app.js, worker.js, gpu.js, draft.js, dequant.js, markdown.js, charts.js, sw.js,
+                         style.css
     web/vendor/pyodide/  Pyodide core from node_modules (no CDN, no package fetches)
     web/vendor/ort/      onnxruntime-web wasm backend from node_modules
     web/vendor/pyodide_app/, shaders/   the orchestrator's Python files and the WGSL kernels
@@ -26,7 +27,18 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_s
 ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 # The benchmark's peer (build_tools bench): onnxruntime-web's WebGPU build. Not precached: the app never loads it.
 ORT_WEBGPU_FILES = ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm")
-PAGE_FILES = ("index.html", "app.js", "worker.js", "gpu.js", "draft.js", "dequant.js", "markdown.js", "charts.js", "sw.js", "style.css")
+PAGE_FILES = (
+    "index.html",
+    "app.js",
+    "worker.js",
+    "gpu.js",
+    "draft.js",
+    "dequant.js",
+    "markdown.js",
+    "charts.js",
+    "sw.js",
+    "style.css",
+)
 
 
 WLLAMA = ROOT / "node_modules" / "@wllama" / "wllama" / "esm"  # the bench's llama.cpp peer (bench sites only)
@@ -53,9 +65,24 @@ def build_site(model: Path, out: Path = WEB) -> dict:
         copy_files(WEB, PAGE_FILES, out)
     vendor = out / "vendor"
     shutil.rmtree(vendor, ignore_errors=True)
-    files = ["index.html", "app.js", "worker.js", "gpu.js", "draft.js", "dequant.js", "markdown.js", "charts.js", "style.css"]
-    files += [f"vendor/pyodide/{n}" for n in copy_files(ROOT / "node_modules" / "pyodide", PYODIDE_FILES, vendor / "pyodide")]
-    files += [f"vendor/ort/{n}" for n in copy_files(ROOT / "node_modules" / "onnxruntime-web" / "dist", ORT_FILES, vendor / "ort")]
+    files = [
+        "index.html",
+        "app.js",
+        "worker.js",
+        "gpu.js",
+        "draft.js",
+        "dequant.js",
+        "markdown.js",
+        "charts.js",
+        "style.css",
+    ]
+    files += [
+        f"vendor/pyodide/{n}" for n in copy_files(ROOT / "node_modules" / "pyodide", PYODIDE_FILES, vendor / "pyodide")
+    ]
+    files += [
+        f"vendor/ort/{n}"
+        for n in copy_files(ROOT / "node_modules" / "onnxruntime-web" / "dist", ORT_FILES, vendor / "ort")
+    ]
     copy_files(ROOT / "node_modules" / "onnxruntime-web" / "dist", ORT_WEBGPU_FILES, vendor / "ort-webgpu")
     python = []
     for path in python_files():

@@ -50,7 +50,17 @@ def layer_tensor_names(n_layers: int) -> list[str]:
     """The tensors a Llama package must hold, in shard order."""
     names = ["token_embd.weight"]
     for layer in range(n_layers):
-        for part in ("attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"):
+        for part in (
+            "attn_norm",
+            "attn_q",
+            "attn_k",
+            "attn_v",
+            "attn_output",
+            "ffn_norm",
+            "ffn_gate",
+            "ffn_up",
+            "ffn_down",
+        ):
             names.append(f"blk.{layer}.{part}.weight")
     names.append("output_norm.weight")
     return names

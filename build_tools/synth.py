@@ -74,9 +74,18 @@ def random_model(tokenizer: dict, seed: int, n_layers: int, origin: str) -> Mode
     head_dim = d // heads
     vocab = len(tokenizer["tokens"])
     config = ModelConfig(
-        architecture="llama", n_layers=n_layers, d_model=d, d_ffn=ffn, n_heads=heads, n_kv_heads=kv_heads,
-        head_dim=head_dim, rope_theta=10000.0, rms_eps=1e-5, context_length=sizes["context_length"],
-        vocab_size=vocab, tied_embeddings=True,
+        architecture="llama",
+        n_layers=n_layers,
+        d_model=d,
+        d_ffn=ffn,
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=head_dim,
+        rope_theta=10000.0,
+        rms_eps=1e-5,
+        context_length=sizes["context_length"],
+        vocab_size=vocab,
+        tied_embeddings=True,
     )
 
     def matrix(out_dim: int, in_dim: int, gain: float = 1.0) -> Tensor:
@@ -86,15 +95,24 @@ def random_model(tokenizer: dict, seed: int, n_layers: int, origin: str) -> Mode
         return Tensor("f32", (d,), (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32))
 
     # Embedding std 0.3 keeps tied-head logits around |10|, where f32 kernels stay within 1e-4 of numpy.
-    tensors = {"token_embd.weight": quantize(0.3 * rng.standard_normal((vocab, d)), "q8_0"), "output_norm.weight": norm()}
+    tensors = {
+        "token_embd.weight": quantize(0.3 * rng.standard_normal((vocab, d)), "q8_0"),
+        "output_norm.weight": norm(),
+    }
     for i in range(n_layers):
-        tensors.update({
-            f"blk.{i}.attn_norm.weight": norm(), f"blk.{i}.ffn_norm.weight": norm(),
-            f"blk.{i}.attn_q.weight": matrix(d, d, 2.0), f"blk.{i}.attn_k.weight": matrix(kv_heads * head_dim, d, 2.0),
-            f"blk.{i}.attn_v.weight": matrix(kv_heads * head_dim, d), f"blk.{i}.attn_output.weight": matrix(d, d, 6.0),
-            f"blk.{i}.ffn_gate.weight": matrix(ffn, d), f"blk.{i}.ffn_up.weight": matrix(ffn, d),
-            f"blk.{i}.ffn_down.weight": matrix(d, ffn, 6.0),  # strong layers: greedy output is not a loop
-        })
+        tensors.update(
+            {
+                f"blk.{i}.attn_norm.weight": norm(),
+                f"blk.{i}.ffn_norm.weight": norm(),
+                f"blk.{i}.attn_q.weight": matrix(d, d, 2.0),
+                f"blk.{i}.attn_k.weight": matrix(kv_heads * head_dim, d, 2.0),
+                f"blk.{i}.attn_v.weight": matrix(kv_heads * head_dim, d),
+                f"blk.{i}.attn_output.weight": matrix(d, d, 6.0),
+                f"blk.{i}.ffn_gate.weight": matrix(ffn, d),
+                f"blk.{i}.ffn_up.weight": matrix(ffn, d),
+                f"blk.{i}.ffn_down.weight": matrix(d, ffn, 6.0),  # strong layers: greedy output is not a loop
+            }
+        )
     assert set(tensors) == set(layer_tensor_names(n_layers))
     return ModelSource(origin, config, tokenizer, TEMPLATE, tensors)
 

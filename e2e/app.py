@@ -36,7 +36,8 @@ class CompareRow:
 
 
 def parse_compare_row(cells: list[str]) -> CompareRow:
-    """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, GPU wait s, other s."""
+    """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, GPU wait s,
+    other s."""
     accepted = proposed = None
     if "/" in cells[4]:
         accepted, proposed = (int(x) for x in cells[4].split("/"))
@@ -68,7 +69,9 @@ class App:
         deadline = time.monotonic() + timeout_s
         while not condition():
             if not self.is_hidden("#fatal"):
-                raise AssertionError(f"{self.engine}: fatal screen while waiting for {what}: {self.text('#fatal-message')}")
+                raise AssertionError(
+                    f"{self.engine}: fatal screen while waiting for {what}: {self.text('#fatal-message')}"
+                )
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.engine}: no {what} after {timeout_s:.0f} s")
             time.sleep(0.1)
@@ -113,10 +116,13 @@ class App:
     def answer(self, index: int) -> Answer:
         self.wait(lambda: self.count(ANSWER) > index, ANSWER_TIMEOUT_S, "answer")
         selector = ".message.assistant"
-        return Answer(json.loads(self.attribute(selector, "data-tokens", index) or "[]"),
-                      self.attribute(selector, "data-finish", index) or "", self.text(selector, index),
-                      int(self.attribute(selector, "data-proposed", index) or 0),
-                      self.attribute(selector, "data-fallback", index) or "")
+        return Answer(
+            json.loads(self.attribute(selector, "data-tokens", index) or "[]"),
+            self.attribute(selector, "data-finish", index) or "",
+            self.text(selector, index),
+            int(self.attribute(selector, "data-proposed", index) or 0),
+            self.attribute(selector, "data-fallback", index) or "",
+        )
 
     def ask(self, text: str) -> Answer:
         return self.answer(self.send(text))
@@ -128,8 +134,15 @@ class App:
         """Run Compare on the last prompt; returns the table rows and the identity line."""
         self.click("#open-settings")
         self.click("#compare")
-        self.wait(lambda: not self.is_hidden("#compare-results") and not self.is_disabled("#compare"), ANSWER_TIMEOUT_S, "Compare results")
-        rows = [parse_compare_row(self.cells("#compare-table tr[data-proposer]", i)) for i in range(self.count("#compare-table tr[data-proposer]"))]
+        self.wait(
+            lambda: not self.is_hidden("#compare-results") and not self.is_disabled("#compare"),
+            ANSWER_TIMEOUT_S,
+            "Compare results",
+        )
+        rows = [
+            parse_compare_row(self.cells("#compare-table tr[data-proposer]", i))
+            for i in range(self.count("#compare-table tr[data-proposer]"))
+        ]
         return rows, self.text("#compare-identity")
 
     def is_disabled(self, selector: str) -> bool:
@@ -243,4 +256,9 @@ class SeleniumApp(App):
     def cells(self, row_selector, index):
         from selenium.webdriver.common.by import By
 
-        return self._retry(lambda: [c.get_attribute("textContent") or "" for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")])
+        return self._retry(
+            lambda: [
+                c.get_attribute("textContent") or ""
+                for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")
+            ]
+        )

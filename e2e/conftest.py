@@ -63,14 +63,20 @@ def launch(playwright, engine: str):
     if engine == "chromium":
         return playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
     if engine == "chromium-nogpu":
-        return playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--disable-quic", "--disable-features=WebGPU"])
+        return playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--disable-quic", "--disable-features=WebGPU"]
+        )
     if engine == "firefox":
-        return playwright.firefox.launch(channel="moz-firefox", executable_path="/usr/bin/firefox-esr", firefox_user_prefs=FIREFOX_PREFS)
+        return playwright.firefox.launch(
+            channel="moz-firefox", executable_path="/usr/bin/firefox-esr", firefox_user_prefs=FIREFOX_PREFS
+        )
     raise ValueError(engine)
 
 
 @contextlib.contextmanager
-def open_app(playwright, engine: str, url: str, settings: dict | None = None, foreign: list | None = None, offline_ok=False):
+def open_app(
+    playwright, engine: str, url: str, settings: dict | None = None, foreign: list | None = None, offline_ok=False
+):
     """The page in a fresh browser profile, settings pre-stored; `foreign` collects (and blocks) every
     request to another origin (Playwright engines; WebKitGTK has no request interception)."""
     if engine == "webkitgtk":
@@ -99,7 +105,10 @@ def open_app(playwright, engine: str, url: str, settings: dict | None = None, fo
         context.route("**/*", guard)
         page = context.new_page()
         if settings is not None:
-            page.add_init_script(f"localStorage.getItem('spec-chat-settings') || localStorage.setItem('spec-chat-settings', {json.dumps(json.dumps(settings))})")
+            page.add_init_script(
+                "localStorage.getItem('spec-chat-settings') || localStorage.setItem('spec-chat-settings', "
+                f"{json.dumps(json.dumps(settings))})"
+            )
         app = PlaywrightApp(page, engine)
         app.context = context
         app.goto(url)

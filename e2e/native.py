@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pyodide_app.engine import Engine
 
-
 # The WebGPU matmul family each browser runs in the conformance tests (the page's ?kernels=), so every
 # family is compared against the native engine running the same family.
 PAGE_KERNELS = {"chromium": "split", "firefox": "columns"}
@@ -23,9 +22,16 @@ def native_engine(model: Path, backend: str, kernels: str = "columns") -> Engine
 
 def page_request(prompt: str, proposer: str, k: int, temperature: float, seed: int, max_tokens: int) -> dict:
     """What app.js sends for a fresh chat with these settings (top-p 1, top-k 0, no penalty)."""
-    return {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": temperature,
-            "top_p": 1, "top_k": 0, "repetition_penalty": 1, "seed": seed,
-            "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else k, "adaptive": False}}
+    return {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": 1,
+        "top_k": 0,
+        "repetition_penalty": 1,
+        "seed": seed,
+        "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else k, "adaptive": False},
+    }
 
 
 def native_done(model: Path, backend: str = "webgpu", kernels: str = "columns", **request) -> dict:

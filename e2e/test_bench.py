@@ -13,18 +13,56 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     out = tmp_path / "bench"
     # The llama.cpp peer runs the real SmolLM2 GGUF: wllama 3.8.1 fails ("out-of-bounds Uint8Array") streaming the
     # synthetic model's byte-garbage tokens. Its speed, not its agreement, is what this test can check.
-    result = run_build_tools("bench", "--model", str(synth_package), "--out", str(out), "--prompts", "1", "--sampled-prompts", "1",
-                             "--max-tokens", "8", "--strata", "chat,repetitive", "--kernel-repeats", "1",
-                             "--peer-gguf", str(default_champion_path()), "--backend", "webgpu",  # the kernel sweep needs WebGPU
-                             "--call-timeout", "240")  # a hung arm fails the run in minutes, naming itself
+    result = run_build_tools(
+        "bench",
+        "--model",
+        str(synth_package),
+        "--out",
+        str(out),
+        "--prompts",
+        "1",
+        "--sampled-prompts",
+        "1",
+        "--max-tokens",
+        "8",
+        "--strata",
+        "chat,repetitive",
+        "--kernel-repeats",
+        "1",
+        "--peer-gguf",
+        str(default_champion_path()),
+        "--backend",
+        "webgpu",  # the kernel sweep needs WebGPU
+        "--call-timeout",
+        "240",
+    )  # a hung arm fails the run in minutes, naming itself
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     bench = json.loads((out / "bench.json").read_text())
     arms = {a["name"] for a in bench["arms"]}
-    assert {"none", "lookup-k2", "lookup-k4", "lookup-k8", "lookup-adaptive", "neural-k2", "neural-k4", "neural-adaptive", "hybrid-k4", "auto", "ort-wasm", "ort-webgpu", "wllama-1t", "wllama-2t"} <= arms
-    assert bench["auto"]["policy_version"] >= 1 and len(bench["auto"]["costs"]["verify_ms"]) == 9  # measured before the arms
+    assert {
+        "none",
+        "lookup-k2",
+        "lookup-k4",
+        "lookup-k8",
+        "lookup-adaptive",
+        "neural-k2",
+        "neural-k4",
+        "neural-adaptive",
+        "hybrid-k4",
+        "auto",
+        "ort-wasm",
+        "ort-webgpu",
+        "wllama-1t",
+        "wllama-2t",
+    } <= arms
+    assert (
+        bench["auto"]["policy_version"] >= 1 and len(bench["auto"]["costs"]["verify_ms"]) == 9
+    )  # measured before the arms
     errors = [r for r in bench["records"] if "error" in r]
     assert not errors, (errors, result.stdout[-3000:])
-    greedy = {(r["arm"], r["prompt"]): r["tokens"] for r in bench["records"] if r["setting"] == "greedy" and "tokens" in r}
+    greedy = {
+        (r["arm"], r["prompt"]): r["tokens"] for r in bench["records"] if r["setting"] == "greedy" and "tokens" in r
+    }
     for (arm, prompt), tokens in greedy.items():
         n = len(tokens)  # ort-webgpu decodes fewer tokens (SLOW_PEER_TOKENS)
         assert tokens == greedy[("none", prompt)][:n], f"{arm} changed the greedy answer to {prompt!r}"
@@ -40,7 +78,9 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
         kinds = bench["kernel_profile_ms"][rows]
         assert {"matmul", "attention", "lm head", "verify", "forward + verify"} <= set(kinds), kinds
         assert kinds["matmul"]["dispatches"] > 0 and kinds["forward + verify"]["ms"] > 0
-    assert bench["load"]["warm"]["model_files_from_cache"] == bench["load"]["warm"]["model_files"]  # the second load is warm
+    assert (
+        bench["load"]["warm"]["model_files_from_cache"] == bench["load"]["warm"]["model_files"]
+    )  # the second load is warm
     assert set(bench["memory_bytes"]) == {"weights", "kv", "scratch", "draft"}
     for plot in ("survival", "waterfall", "speedup_cdf", "break_even"):
         assert (out / f"{plot}.png").stat().st_size > 5_000

@@ -35,15 +35,35 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int, ker
     rows = []
     for proposer, k, temperature in cases:
         app.new_chat()
-        app.configure(proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens, adaptive=False,
-                      top_p=1, top_k=0, repetition_penalty=1)
+        app.configure(
+            proposer=proposer,
+            k=k,
+            temperature=temperature,
+            seed=SEED,
+            max_tokens=max_tokens,
+            adaptive=False,
+            top_p=1,
+            top_k=0,
+            repetition_penalty=1,
+        )
         answer = app.ask(prompt)
         request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens)
         greedy_reference = native_tokens(model, "webgpu", kernels, **request) if temperature == 0 else None
         same_backend = native_done(model, backend, kernels, **request)
-        rows.append({"proposer": proposer, "k": k, "temperature": temperature, "page": answer.tokens, "finish": answer.finish,
-                     "proposed": answer.proposed, "fallback": answer.fallback, "native_proposed": same_backend["speculative"]["proposed"],
-                     "native_same_backend": same_backend["tokens"], "native_webgpu": greedy_reference})
+        rows.append(
+            {
+                "proposer": proposer,
+                "k": k,
+                "temperature": temperature,
+                "page": answer.tokens,
+                "finish": answer.finish,
+                "proposed": answer.proposed,
+                "fallback": answer.fallback,
+                "native_proposed": same_backend["speculative"]["proposed"],
+                "native_same_backend": same_backend["tokens"],
+                "native_webgpu": greedy_reference,
+            }
+        )
     return rows
 
 
@@ -51,18 +71,24 @@ def assert_speculation_ran(row, case: str, lookup_expected: bool) -> None:
     """An identity test proves nothing if speculation silently fell back to champion-alone: no fallback,
     the page proposed as many drafts as the native engine, and drafts were proposed where expected."""
     assert not row["fallback"], f"{case}: speculation fell back ({row['fallback']})"
-    assert row["proposed"] == row["native_proposed"], f"{case}: proposed {row['proposed']} drafts, native {row['native_proposed']}"
+    assert row["proposed"] == row["native_proposed"], (
+        f"{case}: proposed {row['proposed']} drafts, native {row['native_proposed']}"
+    )
     if row["proposer"] in ("neural", "hybrid") or (row["proposer"] == "prompt_lookup" and lookup_expected):
         assert row["proposed"] > 0, f"{case}: nothing was proposed"
 
 
 def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
     artifacts.mkdir(exist_ok=True)  # any other pytest session (pytest-playwright) empties test-results/ at its start
-    (artifacts / f"conformance-{name}-{engine}.json").write_text(json.dumps({"backend": backend_text, "cases": rows}, indent=1))
+    (artifacts / f"conformance-{name}-{engine}.json").write_text(
+        json.dumps({"backend": backend_text, "cases": rows}, indent=1)
+    )
 
 
 @pytest.mark.parametrize("engine", ALL_ENGINES + ["chromium-nogpu"])
-def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance, site_url, synth_package, artifacts, engine):
+def test_synthetic_model_every_proposer_and_k_matches_native(
+    playwright_instance, site_url, synth_package, artifacts, engine
+):
     cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES]
     kernels = PAGE_KERNELS.get(engine, "columns")
     with open_app(playwright_instance, engine, site_url + f"?nosw&backend=webgpu&kernels={kernels}") as app:
@@ -79,13 +105,19 @@ def test_synthetic_model_every_proposer_and_k_matches_native(playwright_instance
         assert_speculation_ran(row, case, lookup_expected=False)
         if row["temperature"] == 0:
             assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
-        assert row["page"] == row["native_same_backend"], f"{case}: tokens differ from the native {('cpu' if engine in CPU_ENGINES else 'webgpu')} engine"
+        assert row["page"] == row["native_same_backend"], (
+            f"{case}: tokens differ from the native {('cpu' if engine in CPU_ENGINES else 'webgpu')} engine"
+        )
     greedy = {tuple(r["page"]) for r in rows if r["temperature"] == 0}
-    assert any(tuple(r["page"]) not in greedy for r in rows if r["temperature"] == 1.0), "temperature 1 never left the greedy answer"
+    assert any(tuple(r["page"]) not in greedy for r in rows if r["temperature"] == 1.0), (
+        "temperature 1 never left the greedy answer"
+    )
 
 
 @pytest.mark.parametrize("engine", GPU_ENGINES)
-def test_real_model_greedy_tokens_match_native_for_every_proposer(playwright_instance, real_site_url, real_package, artifacts, engine):
+def test_real_model_greedy_tokens_match_native_for_every_proposer(
+    playwright_instance, real_site_url, real_package, artifacts, engine
+):
     cases = [("none", 4, 0.0), ("prompt_lookup", 4, 0.0), ("neural", 4, 0.0), ("hybrid", 4, 0.0)]
     kernels = PAGE_KERNELS[engine]
     with open_app(playwright_instance, engine, real_site_url + f"?nosw&backend=webgpu&kernels={kernels}") as app:

@@ -12,8 +12,17 @@ from .conftest import ALL_ENGINES, open_app, serve_site
 from .native import native_tokens
 
 PROMPT = "hello world"
-SETTINGS = {"proposer": "prompt_lookup", "k": 4, "adaptive": False, "temperature": 0, "top_p": 1, "top_k": 0,
-            "repetition_penalty": 1, "seed": 0, "max_tokens": 16}
+SETTINGS = {
+    "proposer": "prompt_lookup",
+    "k": 4,
+    "adaptive": False,
+    "temperature": 0,
+    "top_p": 1,
+    "top_k": 0,
+    "repetition_penalty": 1,
+    "seed": 0,
+    "max_tokens": 16,
+}
 
 
 @pytest.mark.parametrize("engine", ALL_ENGINES)
@@ -23,7 +32,9 @@ def test_settings_panel_and_compare(playwright_instance, site_url, synth_package
         app.wait_ready()
         app.configure(proposer="neural", k=3)
         first = app.ask(PROMPT)
-        assert first.tokens == native_tokens(synth_package, prompt=PROMPT, proposer="neural", k=3, temperature=0, seed=0, max_tokens=16)
+        assert first.tokens == native_tokens(
+            synth_package, prompt=PROMPT, proposer="neural", k=3, temperature=0, seed=0, max_tokens=16
+        )
         assert "neural k=3" in first.text  # the stats line names what ran
         app.configure(k=0)
         assert "k must be" in (app.settings_error() or "")  # invalid: shown, not saved
@@ -44,17 +55,24 @@ def test_settings_panel_and_compare(playwright_instance, site_url, synth_package
     assert foreign == []
 
 
-def test_the_faster_champion_is_measured_once_and_can_be_switched(playwright_instance, site_url, synth_package, artifacts):
+def test_the_faster_champion_is_measured_once_and_can_be_switched(
+    playwright_instance, site_url, synth_package, artifacts
+):
     """Chromium has both paths (WebGPU on SwiftShader, the float32 CPU champion). cpu_floor_ms=0 makes the
     first load time both even on the small synthetic model; the choice is remembered, shown with its reason,
     and Settings can override it (a reload onto the other backend). Every backend answers the native tokens."""
-    expected = native_tokens(synth_package, prompt=PROMPT, proposer="prompt_lookup", k=4, temperature=0, seed=0, max_tokens=16)
+    expected = native_tokens(
+        synth_package, prompt=PROMPT, proposer="prompt_lookup", k=4, temperature=0, seed=0, max_tokens=16
+    )
     with open_app(playwright_instance, "chromium", site_url + "?nosw&cpu_floor_ms=0", SETTINGS) as app:
         badge = app.wait_ready()
         why = app.text("#backend-why")
         assert "measured at this first load" in why and " ms per token" in why, why
         measured = "CPU" if badge.startswith("CPU") else "WebGPU"
-        assert badge.startswith(measured) and f"runs on {'WebGPU' if measured == 'WebGPU' else 'the CPU'}" in why, (badge, why)
+        assert badge.startswith(measured) and f"runs on {'WebGPU' if measured == 'WebGPU' else 'the CPU'}" in why, (
+            badge,
+            why,
+        )
         assert app.ask(PROMPT).tokens == expected
         app.reload()
         assert app.wait_ready().startswith(measured)
@@ -171,7 +189,9 @@ def test_a_failing_draft_falls_back_visibly(playwright_instance, tmp_path, synth
         server.shutdown()
     assert answer.fallback == "DRAFT_RUNTIME", answer
     assert "Speculation was off for this answer" in answer.text and "draft model failed" in answer.text, answer.text
-    assert answer.tokens == native_tokens(synth_package, prompt=PROMPT, proposer="none", k=0, temperature=0, seed=0, max_tokens=16)
+    assert answer.tokens == native_tokens(
+        synth_package, prompt=PROMPT, proposer="none", k=0, temperature=0, seed=0, max_tokens=16
+    )
 
 
 @pytest.mark.parametrize("engine", ["chromium", "webkitgtk"])
@@ -181,7 +201,11 @@ def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, si
         long = app.ask(" ".join(str(i) for i in range(400)))  # > 1,000 tokens; the synthetic context is 512
         assert long.finish == "rejected" and "context limit" in long.text, long
         index = app.send(PROMPT)
-        app.wait(lambda: app.count(".message.assistant") > index and app.text(".message.assistant", index).strip(), 120, "first tokens")
+        app.wait(
+            lambda: app.count(".message.assistant") > index and app.text(".message.assistant", index).strip(),
+            120,
+            "first tokens",
+        )
         app.click("#stop")
         stopped = app.answer(index)
         assert stopped.finish == "cancelled", stopped

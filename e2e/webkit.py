@@ -18,21 +18,31 @@ WEBDRIVER = "/usr/bin/WebKitWebDriver"
 
 
 def _require() -> None:
-    missing = [what for what, ok in (
-        (f"{WEBDRIVER} (apt webkit2gtk-driver)", Path(WEBDRIVER).exists()),
-        (f"{MINIBROWSER} (apt libwebkit2gtk-4.1-0)", MINIBROWSER.exists()),
-        ("Xvfb (apt xvfb)", shutil.which("Xvfb") is not None),
-    ) if not ok]
+    missing = [
+        what
+        for what, ok in (
+            (f"{WEBDRIVER} (apt webkit2gtk-driver)", Path(WEBDRIVER).exists()),
+            (f"{MINIBROWSER} (apt libwebkit2gtk-4.1-0)", MINIBROWSER.exists()),
+            ("Xvfb (apt xvfb)", shutil.which("Xvfb") is not None),
+        )
+        if not ok
+    ]
     if missing:
-        raise RuntimeError("the WebKitGTK leg cannot start: missing " + ", ".join(missing) + " (scripts/setup.sh installs them)")
+        raise RuntimeError(
+            "the WebKitGTK leg cannot start: missing " + ", ".join(missing) + " (scripts/setup.sh installs them)"
+        )
 
 
 @contextlib.contextmanager
 def xvfb_display():
     """A fresh X display; yields its name (":N")."""
     read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
+        pass_fds=(write,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(write)
     try:
         with os.fdopen(read) as pipe:

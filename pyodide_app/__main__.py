@@ -22,8 +22,12 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--model", type=Path, required=True, help="package folder (python -m build_tools package)")
     generate.add_argument("--prompt", required=True)
     generate.add_argument("--system", help="system message (default: the chat template's own)")
-    generate.add_argument("--mode", choices=("auto", "none", "prompt_lookup", "neural", "hybrid"), default="auto",
-                          help="draft source; auto chooses the source and k each round from measured costs")
+    generate.add_argument(
+        "--mode",
+        choices=("auto", "none", "prompt_lookup", "neural", "hybrid"),
+        default="auto",
+        help="draft source; auto chooses the source and k each round from measured costs",
+    )
     generate.add_argument("--k", type=int, help="draft tokens per round (auto: at most; default 4, auto k-max)")
     generate.add_argument("--k-max", type=int, default=8, help="rows the GPU buffers are sized for, minus one")
     generate.add_argument("--adaptive", action="store_true")
@@ -31,10 +35,14 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--top-p", type=float, default=1.0)
     generate.add_argument("--top-k", type=int, default=0)
     generate.add_argument("--repetition-penalty", type=float, default=1.0)
-    generate.add_argument("--seed", type=int, help="first seed (default: a fresh random seed per answer, printed with --json)")
+    generate.add_argument(
+        "--seed", type=int, help="first seed (default: a fresh random seed per answer, printed with --json)"
+    )
     generate.add_argument("--max-tokens", type=int, default=256)
     generate.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
-    generate.add_argument("--samples", type=int, default=1, help="independent answers (with --seed S: seeds S, S+1, ...)")
+    generate.add_argument(
+        "--samples", type=int, default=1, help="independent answers (with --seed S: seeds S, S+1, ...)"
+    )
     generate.add_argument("--context", type=int, default=2048, help="KV cache rows to allocate")
     generate.add_argument("--json", action="store_true")
     return main
@@ -48,12 +56,23 @@ def draft_length(args) -> int:
 
 
 def request_for(args, seed: int | None) -> dict:
-    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [{"role": "user", "content": args.prompt}]
+    messages = ([{"role": "system", "content": args.system}] if args.system else []) + [
+        {"role": "user", "content": args.prompt}
+    ]
     return {
-        "messages": messages, "max_tokens": args.max_tokens, "temperature": args.temperature, "top_p": args.top_p,
-        "top_k": args.top_k, "repetition_penalty": args.repetition_penalty, "stop": args.stop,
+        "messages": messages,
+        "max_tokens": args.max_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "repetition_penalty": args.repetition_penalty,
+        "stop": args.stop,
         **({} if seed is None else {"seed": seed}),
-        "speculative": {"proposer": args.mode, "k": 0 if args.mode == "none" else draft_length(args), "adaptive": args.adaptive},
+        "speculative": {
+            "proposer": args.mode,
+            "k": 0 if args.mode == "none" else draft_length(args),
+            "adaptive": args.adaptive,
+        },
     }
 
 
@@ -74,18 +93,28 @@ def generate(args) -> None:
             sys.stdout.write("\n")
             if done["error"]:
                 print(f"[error {done['error']['code']}: {done['error']['message']}]", file=sys.stderr)
-        samples.append({"tokens": done["tokens"], "text": done["text"], "finish_reason": done["finish_reason"], "seed": done["seed"]})
+        samples.append(
+            {
+                "tokens": done["tokens"],
+                "text": done["text"],
+                "finish_reason": done["finish_reason"],
+                "seed": done["seed"],
+            }
+        )
         stats.append(done["speculative"])
     if args.json:
         print(json.dumps({"samples": samples, "stats": summarize(stats)}))
     else:
         total = summarize(stats)
-        print(f"[{total['proposer']}: {total['tokens']} tokens, {total['tokens_per_champion_call']:.2f} tokens/call, "
-              f"{total['tokens_per_second']:.2f} tokens/s{auto_choices(stats)}]", file=sys.stderr)
+        print(
+            f"[{total['proposer']}: {total['tokens']} tokens, {total['tokens_per_champion_call']:.2f} tokens/call, "
+            f"{total['tokens_per_second']:.2f} tokens/s{auto_choices(stats)}]",
+            file=sys.stderr,
+        )
 
 
 def auto_choices(stats: list[dict]) -> str:
-    """", auto: lookup k=3 on 12 rounds, none on 4" for the last auto answer, else ""."""
+    """ ", auto: lookup k=3 on 12 rounds, none on 4" for the last auto answer, else ""."""
     auto = stats[-1].get("auto")
     return f", auto: {auto['chose']}" if auto else ""
 

@@ -124,11 +124,7 @@ def greedy_decision(target_rows: Sequence[Sequence], drafts: Sequence[int]) -> D
 
 
 def stochastic_decision(
-    target_rows: Sequence[Sequence],
-    drafts: Sequence[int],
-    draft_rows: Sequence,
-    draws: Draws,
-    round_index: int,
+    target_rows: Sequence[Sequence], drafts: Sequence[int], draft_rows: Sequence, draws: Draws, round_index: int
 ) -> Decision:
     for i, token in enumerate(drafts):
         p_row = target_rows[i]

@@ -138,9 +138,19 @@ class JsCancel(CancelToken):
         return bool(self.state.cancelled)
 
 
-def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any, draft_runner: Any, k_max: int,
-                  context_limit: int, champion_runner: Any = None, progress: Any = None,
-                  cpu_entry: str = "fallback", kernels: str = "auto") -> Engine:
+def create_engine(
+    manifest_json: str,
+    files: Any,
+    shaders: Any,
+    gpu_helper: Any,
+    draft_runner: Any,
+    k_max: int,
+    context_limit: int,
+    champion_runner: Any = None,
+    progress: Any = None,
+    cpu_entry: str = "fallback",
+    kernels: str = "auto",
+) -> Engine:
     """files/shaders: JS Maps name -> Uint8Array / WGSL text (already hash-checked by the worker).
     Without WebGPU, gpu_helper is null and champion_runner runs the manifest entry `cpu_entry`
     ("cpu_champion" or "fallback") on the CPU (CpuChampion). progress(done, total) reports the weight upload.
@@ -150,9 +160,16 @@ def create_engine(manifest_json: str, files: Any, shaders: Any, gpu_helper: Any,
         champion = CpuChampion(BrowserChampionRuntime(champion_runner, manifest[cpu_entry]), context_limit)
     else:
         report = progress if _present(progress) else None
-        champion = GPUChampion(BrowserGPU(gpu_helper), manifest, lambda name: files.get(name),
-                               lambda name: str(shaders.get(name)), k_max=k_max, context_limit=context_limit,
-                               progress=report, kernels=str(kernels))
+        champion = GPUChampion(
+            BrowserGPU(gpu_helper),
+            manifest,
+            lambda name: files.get(name),
+            lambda name: str(shaders.get(name)),
+            k_max=k_max,
+            context_limit=context_limit,
+            progress=report,
+            kernels=str(kernels),
+        )
     tokenizer = Tokenizer.from_json(files.get(manifest["tokenizer"]).to_bytes().decode("utf-8"))
     template = ChatTemplate.from_jinja(files.get(manifest["chat_template"]).to_bytes().decode("utf-8"))
     draft = None
@@ -183,7 +200,7 @@ async def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> 
         if isinstance(event, Wait):
             try:
                 event.resolve(await event.awaitable)
-            except Exception as error:  # noqa: BLE001 - re-raised where the runtime was called
+            except Exception as error:
                 event.fail(error)
         else:
             post(json.dumps(event))

@@ -30,8 +30,10 @@ class CostModel:
         return self.verify_ms[min(rows, len(self.verify_ms)) - 1]
 
     def summary(self) -> dict:
-        return {"verify_ms": [round(v, 3) for v in self.verify_ms],
-                "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3)}
+        return {
+            "verify_ms": [round(v, 3) for v in self.verify_ms],
+            "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3),
+        }
 
 
 def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
@@ -66,8 +68,14 @@ def verify_ms_by_rows(champion, rows_measured: Sequence[int], repeats: int) -> G
     for repeat in range(repeats + 1):
         for rows in rows_measured:
             drafts = tuple(200 + i for i in range(rows - 1))
-            request = VerifyRequest(CONTEXT, len(CONTEXT) - 1, drafts, tuple(PointMass(d) for d in drafts), repeat,
-                                    SamplingSettings(temperature=0))
+            request = VerifyRequest(
+                CONTEXT,
+                len(CONTEXT) - 1,
+                drafts,
+                tuple(PointMass(d) for d in drafts),
+                repeat,
+                SamplingSettings(temperature=0),
+            )
             began = time.perf_counter()
             yield from settle(champion.verify(request))
             if repeat:

@@ -14,7 +14,6 @@ from .acceptance import Decision
 from .champion import VerifyRequest, common_prefix, decide
 from .waits import Steps, Wait, settle
 
-
 ATTENTION_BUDGET = 64 << 20  # bytes for one call's attention products (float32 graph)
 KEY_BLOCK = 256  # the float32 graph pads attention keys to a multiple of this (export_onnx.KEY_BLOCK)
 

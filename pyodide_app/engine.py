@@ -2,7 +2,8 @@
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
                  "repetition_penalty": 1.0, "stop": [...], "seed": None (a fresh random seed),
-                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid" | "auto", "k": 4, "adaptive": False}})
+                 "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid" | "auto", "k": 4,
+                                 "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
        never shows a possible start of a stop string early)
     -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
@@ -32,7 +33,17 @@ from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
 
 PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid", "auto")
-REQUEST_KEYS = {"messages", "max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "stop", "seed", "speculative"}
+REQUEST_KEYS = {
+    "messages",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "stop",
+    "seed",
+    "speculative",
+}
 RECEIPT_VERSION = 1
 SEED_BITS = 53  # random default seeds stay exact as JavaScript numbers (explicit seeds may use all 64 bits)
 ERROR_MESSAGES = {
@@ -80,8 +91,10 @@ class ChatRequest:
         if not all(isinstance(s, str) for s in stop):
             raise InvalidSettings("stop must be a string or a list of strings")
         sampling = SamplingSettings(
-            temperature=_number(data, "temperature", 0.7), top_k=data.get("top_k", 0),
-            top_p=_number(data, "top_p", 1.0), repetition_penalty=_number(data, "repetition_penalty", 1.0),
+            temperature=_number(data, "temperature", 0.7),
+            top_k=data.get("top_k", 0),
+            top_p=_number(data, "top_p", 1.0),
+            repetition_penalty=_number(data, "repetition_penalty", 1.0),
         ).validate()
         max_tokens = data.get("max_tokens", 256)
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
@@ -96,7 +109,9 @@ class ChatRequest:
             raise InvalidSettings("adaptive must be true or false")
         if adaptive and proposer == "auto":
             raise InvalidSettings("adaptive k does not combine with the auto proposer, which chooses k itself")
-        return cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, 0 if proposer == "none" else k, adaptive)
+        return cls(
+            tuple(messages), max_tokens, sampling, stop, seed, proposer, 0 if proposer == "none" else k, adaptive
+        )
 
 
 def _number(data: dict, key: str, default: float):
@@ -148,8 +163,15 @@ class TextStream:
 
 
 class Engine:
-    def __init__(self, champion, tokenizer: Tokenizer, template: ChatTemplate, manifest: dict,
-                 draft_runtime: DraftRuntime | None = None, k_max: int = 8):
+    def __init__(
+        self,
+        champion,
+        tokenizer: Tokenizer,
+        template: ChatTemplate,
+        manifest: dict,
+        draft_runtime: DraftRuntime | None = None,
+        k_max: int = 8,
+    ):
         self.champion = champion
         self.tokenizer = tokenizer
         self.template = template
@@ -194,11 +216,15 @@ class Engine:
         if request.proposer == "prompt_lookup":
             return PromptLookup()
         if request.proposer == "auto":
-            neural = None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, request.sampling.temperature)
+            neural = (
+                None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, request.sampling.temperature)
+            )
             return AutoProposer(CostPolicy(self.costs, self.neural_prior()), neural)  # costs set before the first round
         if request.proposer in ("neural", "hybrid"):
             if self.draft_runtime is None:
-                raise InvalidSettings(f"this package has no draft model: the {request.proposer} proposer is unavailable")
+                raise InvalidSettings(
+                    f"this package has no draft model: the {request.proposer} proposer is unavailable"
+                )
             neural = NeuralProposer(self.draft_runtime, request.sampling.temperature)
             return neural if request.proposer == "neural" else HybridProposer(neural)
         return NoProposer()
@@ -222,10 +248,19 @@ class Engine:
         prompt = self.encode_prompt(request.messages)
         limit = self.champion.context_limit
         if len(prompt) >= limit:
-            raise PromptTooLong(f"the prompt is {len(prompt)} tokens; the context limit is {limit} (room for at least one more is needed)")
+            raise PromptTooLong(
+                f"the prompt is {len(prompt)} tokens; the context limit is {limit} (room for at least one more is "
+                "needed)"
+            )
         config = GenerationConfig(
-            max_new_tokens=request.max_tokens, k=request.k, k_max=self.k_max, settings=request.sampling,
-            eos_ids=self.eos_ids, stop_strings=request.stop, seed=request.seed, adaptive=request.adaptive,
+            max_new_tokens=request.max_tokens,
+            k=request.k,
+            k_max=self.k_max,
+            settings=request.sampling,
+            eos_ids=self.eos_ids,
+            stop_strings=request.stop,
+            seed=request.seed,
+            adaptive=request.adaptive,
         )
         proposer = self._proposer(request)
         orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
@@ -250,7 +285,9 @@ class Engine:
                     yield {"type": "delta", "tokens": [], "text": tail}
                 yield self._done(request, prompt, tokens, text.text, event, proposer)
 
-    def _done(self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished, proposer) -> dict:
+    def _done(
+        self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished, proposer
+    ) -> dict:
         stats = end.stats
         error = None
         if end.reason == "error":
@@ -261,7 +298,11 @@ class Engine:
             "finish_reason": end.reason,
             "text": text,
             "tokens": tokens,
-            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt) + len(tokens)},
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(tokens),
+                "total_tokens": len(prompt) + len(tokens),
+            },
             "seed": request.seed,
             "speculative": {**speculative_stats(stats, request), **self._auto_stats(proposer)},
             "receipt": self.receipt(request, prompt, tokens, end),
@@ -271,34 +312,63 @@ class Engine:
     def _auto_stats(self, proposer) -> dict:
         if not isinstance(proposer, AutoProposer):
             return {}
-        return {"auto": {"policy_version": AUTO_POLICY_VERSION, "chose": proposer.summary(), "rounds": dict(proposer.rounds),
-                         "draft_failed": proposer.neural_failed, "costs": self.costs.summary() if self.costs else None}}
+        return {
+            "auto": {
+                "policy_version": AUTO_POLICY_VERSION,
+                "chose": proposer.summary(),
+                "rounds": dict(proposer.rounds),
+                "draft_failed": proposer.neural_failed,
+                "costs": self.costs.summary() if self.costs else None,
+            }
+        }
 
     def receipt(self, request: ChatRequest, prompt: list[int], tokens: list[int], end: Finished) -> dict:
         """Privacy-safe record of one answer: hashes, counts, histograms, timings; no text, no token ids."""
         identity = self.manifest["identity"]
         stats = end.stats
-        policy = {"temperature": float(request.sampling.temperature), "top_p": float(request.sampling.top_p),
-                  "top_k": request.sampling.top_k, "repetition_penalty": float(request.sampling.repetition_penalty),
-                  "stop_count": len(request.stop), "max_tokens": request.max_tokens}
+        policy = {
+            "temperature": float(request.sampling.temperature),
+            "top_p": float(request.sampling.top_p),
+            "top_k": request.sampling.top_k,
+            "repetition_penalty": float(request.sampling.repetition_penalty),
+            "stop_count": len(request.stop),
+            "max_tokens": request.max_tokens,
+        }
         return {
             "receipt_version": RECEIPT_VERSION,
             "request_nonce": secrets.token_hex(8),
             "champion_weights": identity["champion_weights"],
-            "draft_weights": identity.get("draft_weights") if request.proposer in ("neural", "hybrid", "auto") else "none",
+            "draft_weights": identity.get("draft_weights")
+            if request.proposer in ("neural", "hybrid", "auto")
+            else "none",
             "tokenizer": identity["tokenizer"],
             "chat_template": identity["chat_template"],
             "sampling_policy": _digest(policy),
-            "scheduler_policy": _digest({"proposer": request.proposer, "k": request.k, "adaptive": request.adaptive,
-                                         **({"auto_policy": AUTO_POLICY_VERSION} if request.proposer == "auto" else {})}),
+            "scheduler_policy": _digest(
+                {
+                    "proposer": request.proposer,
+                    "k": request.k,
+                    "adaptive": request.adaptive,
+                    **({"auto_policy": AUTO_POLICY_VERSION} if request.proposer == "auto" else {}),
+                }
+            ),
             "seed_commitment": _digest({"seed": request.seed}),
-            "counts": {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "champion_calls": stats.champion_calls,
-                       "rounds": stats.rounds, "proposed": stats.proposed, "accepted": stats.accepted},
+            "counts": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(tokens),
+                "champion_calls": stats.champion_calls,
+                "rounds": stats.rounds,
+                "proposed": stats.proposed,
+                "accepted": stats.accepted,
+            },
             "accepted_histogram": {str(a): n for a, n in sorted(stats.accepted_histogram.items())},
             "reached_by_position": list(stats.reached),
             "accepted_by_position": list(stats.accepted_at),
-            "timings_s": {"draft": round(stats.draft_seconds, 6), "verify": round(stats.verify_seconds, 6),
-                          "total": round(stats.total_seconds, 6)},
+            "timings_s": {
+                "draft": round(stats.draft_seconds, 6),
+                "verify": round(stats.verify_seconds, 6),
+                "total": round(stats.total_seconds, 6),
+            },
             "finish_reason": end.reason,
             "failure_code": stats.error_code,
             "fallback_code": stats.fallback_code,
@@ -322,8 +392,13 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
         "survival": stats.survival(),
         "tokens_per_champion_call": stats.tokens_per_call,
         "draft_failures": stats.draft_failures,
-        "time_s": {"draft": stats.draft_seconds, "verify": host_verify, "sync": stats.sync_seconds, "other": other,
-                   "total": stats.total_seconds},
+        "time_s": {
+            "draft": stats.draft_seconds,
+            "verify": host_verify,
+            "sync": stats.sync_seconds,
+            "other": other,
+            "total": stats.total_seconds,
+        },
         "tokens_per_second": stats.emitted / stats.total_seconds if stats.total_seconds else None,
         "fallback_code": stats.fallback_code,
         "error_code": stats.error_code,

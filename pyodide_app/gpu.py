@@ -74,7 +74,9 @@ def check_limits(limits: dict[str, int], largest_binding: int, adapter_name: str
     needs = {**REQUIRED_LIMITS, "max-compute-workgroup-storage-size": workgroup_bytes}
     for name, needed in needs.items():
         if limits.get(name, 0) < needed:
-            raise GPUUnsupported(f"{adapter_name}: WebGPU limit {name} is {limits.get(name)}, the champion needs {needed}")
+            raise GPUUnsupported(
+                f"{adapter_name}: WebGPU limit {name} is {limits.get(name)}, the champion needs {needed}"
+            )
     binding_limit = limits.get("max-storage-buffer-binding-size", 0)
     if largest_binding > min(binding_limit, MAX_BINDING_BYTES):
         raise GPUUnsupported(

@@ -24,7 +24,17 @@ from .champion import VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .gpu_weights import WeightUploader, byte_range, largest_binding
-from .kernel_abi import PARAMS, RESULT_BYTES, SHAPE, VERIFY, VERIFY_RESULT, DraftKind, ResultKind, Status, wgsl_declarations
+from .kernel_abi import (
+    PARAMS,
+    RESULT_BYTES,
+    SHAPE,
+    VERIFY,
+    VERIFY_RESULT,
+    DraftKind,
+    ResultKind,
+    Status,
+    wgsl_declarations,
+)
 from .manifest import ModelConfig
 from .sampling import SeededDraws
 
@@ -39,8 +49,11 @@ COLUMNS_PER_SPLIT_GROUP = 8
 PREFILL_ROWS = 64  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {ResultKind.SAMPLE: "sample", ResultKind.BONUS: "bonus", ResultKind.CORRECTION: "correction"}
-RESULT_ERRORS = {Status.TARGET_NUMERIC: TargetNumericError, Status.RESIDUAL_MASS: ResidualMassError,
-                 Status.DRAFT_NUMERIC: DraftNumericError}
+RESULT_ERRORS = {
+    Status.TARGET_NUMERIC: TargetNumericError,
+    Status.RESIDUAL_MASS: ResidualMassError,
+    Status.DRAFT_NUMERIC: DraftNumericError,
+}
 DRAFT_KINDS = {FullRow: DraftKind.FULL_ROWS, ReducedRow: DraftKind.REDUCED_ROWS, PointMass: DraftKind.POINT_MASSES}
 WORKGROUP = 64
 
@@ -51,8 +64,14 @@ def groups(count: int) -> int:
 
 def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_control: bool = False) -> str:
     values = {
-        "D": config.d_model, "H": config.n_heads, "KVH": config.n_kv_heads, "HD": config.head_dim,
-        "FFN": config.d_ffn, "V": config.vocab_size, "CTX": capacity, "TMAX": t_max,
+        "D": config.d_model,
+        "H": config.n_heads,
+        "KVH": config.n_kv_heads,
+        "HD": config.head_dim,
+        "FFN": config.d_ffn,
+        "V": config.vocab_size,
+        "CTX": capacity,
+        "TMAX": t_max,
     }
     lines = [f"const {name}: u32 = {value}u;" for name, value in values.items()]
     lines.append(f"const EPS: f32 = {config.rms_eps!r};")
@@ -127,7 +146,9 @@ class GPUChampion:
         self.weights = self._upload_weights(tensors, read_file, shader_source("repack"), progress)
         self.weight_bytes = sum(w.buffer.size for w in self.weights.values())  # on the GPU, after repacking
         self.k_widest = max(t["shape"][0] for t in tensors.values() if t["format"] != "f32" and len(t["shape"]) == 2)
-        self.uniform_activations = self.t_max * self.k_widest * 4 <= gpu.limits.get("max-uniform-buffer-binding-size", 0)
+        self.uniform_activations = self.t_max * self.k_widest * 4 <= gpu.limits.get(
+            "max-uniform-buffer-binding-size", 0
+        )
         self._allocate_scratch()
         header = constants_header(config, self.context_limit, self.t_max, negative_control)
         common = shader_source("common")
@@ -145,7 +166,9 @@ class GPUChampion:
             prefill_code = prefill_header + common + matmul_source(source, None)
             for entry in MATMUL_ENTRIES:
                 self.pipelines[f"{family}.{entry}"] = gpu.create_pipeline(code, entry, f"{family}.{entry}")
-                self.pipelines[f"prefill.{family}.{entry}"] = gpu.create_pipeline(prefill_code, entry, f"prefill.{family}.{entry}")
+                self.pipelines[f"prefill.{family}.{entry}"] = gpu.create_pipeline(
+                    prefill_code, entry, f"prefill.{family}.{entry}"
+                )
         verify_code = header + common + "".join(shader_source(name) for name in VERIFY_SHADERS)
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")
         self.steps_by_family = {family: self._build_steps(family) for family in families}
@@ -198,7 +221,9 @@ class GPUChampion:
 
     # -- loading -----------------------------------------------------------
 
-    def _upload_weights(self, tensors: dict, read_file: Callable[[str], bytes], repack_source: str, progress=None) -> dict:
+    def _upload_weights(
+        self, tensors: dict, read_file: Callable[[str], bytes], repack_source: str, progress=None
+    ) -> dict:
         shards: dict[str, bytes] = {}
 
         def read_part(part: dict):
@@ -252,9 +277,19 @@ class GPUChampion:
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
         self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")
         self.shapes = {}
-        activations = t * c.d_model + t * c.n_heads * c.head_dim + 2 * t * c.n_kv_heads * c.head_dim + t * c.d_ffn + 3 * t * self.k_widest
-        verify = (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words  # q rows, id map, work, presence
-        self.scratch_bytes = (t + activations + self.t_max * c.vocab_size + verify) * f32  # tokens, activations, logits, verify
+        activations = (
+            t * c.d_model
+            + t * c.n_heads * c.head_dim
+            + 2 * t * c.n_kv_heads * c.head_dim
+            + t * c.d_ffn
+            + 3 * t * self.k_widest
+        )
+        verify = (
+            (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words
+        )  # q rows, id map, work, presence
+        self.scratch_bytes = (
+            t + activations + self.t_max * c.vocab_size + verify
+        ) * f32  # tokens, activations, logits, verify
         self.kv_bytes = 2 * c.n_layers * kv_bytes
 
     def _shape(self, k: int, n: int):
@@ -275,10 +310,19 @@ class GPUChampion:
         pipelines built for prefill_rows rows (activations in storage)."""
         weight = self.weights[weight_name]
         k, n = self.tensor_info[weight_name]["shape"]
-        pipeline = self.pipelines[f"{'prefill.' if prefill else ''}{family}.matmul_{weight.format}{'_add' if add else ''}"]
+        pipeline = self.pipelines[
+            f"{'prefill.' if prefill else ''}{family}.matmul_{weight.format}{'_add' if add else ''}"
+        ]
         uniform_x = family == "columns" and self.uniform_activations and not prefill
         x_binding = Binding(x, 0, self.t_max * self.k_widest * 4) if uniform_x else Binding(x)
-        bindings = [Binding(self.params), Binding(self._shape(k, n)), x_binding, weight.quants(), weight.scales(), Binding(y)]
+        bindings = [
+            Binding(self.params),
+            Binding(self._shape(k, n)),
+            x_binding,
+            weight.quants(),
+            weight.scales(),
+            Binding(y),
+        ]
         if family == "columns":
             count = groups((n + COLUMNS_PER_INVOCATION - 1) // COLUMNS_PER_INVOCATION)
         else:
@@ -296,46 +340,108 @@ class GPUChampion:
             steps.append((pipeline, self.gpu.create_bind_group(pipeline, bindings, label), workgroups, label))
 
         embedding = self.weights["token_embd.weight"]
-        add("embed", [Binding(self.params), Binding(self.tokens), embedding.quants(), embedding.scales(), Binding(self.x)],
-            lambda rows: (groups(c.d_model), rows, 1), "embed")
+        add(
+            "embed",
+            [Binding(self.params), Binding(self.tokens), embedding.quants(), embedding.scales(), Binding(self.x)],
+            lambda rows: (groups(c.d_model), rows, 1),
+            "embed",
+        )
         for i in range(c.n_layers):
-            w = lambda part: f"blk.{i}.{part}.weight"  # noqa: E731
-            add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("attn_norm")].whole(), Binding(self.h)],
-                lambda rows: (rows, 1, 1), f"l{i}.attn_norm")
+
+            def w(part: str, layer: int = i) -> str:
+                return f"blk.{layer}.{part}.weight"
+
+            add(
+                "rmsnorm",
+                [Binding(self.params), Binding(self.x), self.weights[w("attn_norm")].whole(), Binding(self.h)],
+                lambda rows: (rows, 1, 1),
+                f"l{i}.attn_norm",
+            )
             for part, out in (("attn_q", self.q), ("attn_k", self.k_new), ("attn_v", self.v_new)):
                 pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
-            add("rope_q", [Binding(self.params), Binding(self.rope), Binding(self.q)],
-                lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1), f"l{i}.rope_q")
-            add("store_kv", [Binding(self.params), Binding(self.rope), Binding(self.k_new), Binding(self.v_new),
-                             Binding(self.k_cache[i]), Binding(self.v_cache[i])],
-                lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1), f"l{i}.store_kv")
-            add("attention", [Binding(self.params), Binding(self.q), Binding(self.k_cache[i]), Binding(self.v_cache[i]),
-                              Binding(self.attn)], lambda rows: (c.n_heads, rows, 1), f"l{i}.attention")
-            pipeline, bindings, workgroups = self._matmul(family, self.attn, w("attn_output"), self.x, add=True, prefill=prefill)
+            add(
+                "rope_q",
+                [Binding(self.params), Binding(self.rope), Binding(self.q)],
+                lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1),
+                f"l{i}.rope_q",
+            )
+            add(
+                "store_kv",
+                [
+                    Binding(self.params),
+                    Binding(self.rope),
+                    Binding(self.k_new),
+                    Binding(self.v_new),
+                    Binding(self.k_cache[i]),
+                    Binding(self.v_cache[i]),
+                ],
+                lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1),
+                f"l{i}.store_kv",
+            )
+            add(
+                "attention",
+                [
+                    Binding(self.params),
+                    Binding(self.q),
+                    Binding(self.k_cache[i]),
+                    Binding(self.v_cache[i]),
+                    Binding(self.attn),
+                ],
+                lambda rows: (c.n_heads, rows, 1),
+                f"l{i}.attention",
+            )
+            pipeline, bindings, workgroups = self._matmul(
+                family, self.attn, w("attn_output"), self.x, add=True, prefill=prefill
+            )
             add(pipeline, bindings, workgroups, f"l{i}.attn_output")
-            add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights[w("ffn_norm")].whole(), Binding(self.h)],
-                lambda rows: (rows, 1, 1), f"l{i}.ffn_norm")
+            add(
+                "rmsnorm",
+                [Binding(self.params), Binding(self.x), self.weights[w("ffn_norm")].whole(), Binding(self.h)],
+                lambda rows: (rows, 1, 1),
+                f"l{i}.ffn_norm",
+            )
             for part, out in (("ffn_gate", self.gate), ("ffn_up", self.up)):
                 pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
                 add(pipeline, bindings, workgroups, f"l{i}.{part}")
-            add("swiglu", [Binding(self.params), Binding(self.gate), Binding(self.up)],
-                lambda rows: (groups(c.d_ffn), rows, 1), f"l{i}.swiglu")
-            pipeline, bindings, workgroups = self._matmul(family, self.gate, w("ffn_down"), self.x, add=True, prefill=prefill)
+            add(
+                "swiglu",
+                [Binding(self.params), Binding(self.gate), Binding(self.up)],
+                lambda rows: (groups(c.d_ffn), rows, 1),
+                f"l{i}.swiglu",
+            )
+            pipeline, bindings, workgroups = self._matmul(
+                family, self.gate, w("ffn_down"), self.x, add=True, prefill=prefill
+            )
             add(pipeline, bindings, workgroups, f"l{i}.ffn_down")
         if prefill:
             return steps
-        add("rmsnorm", [Binding(self.params), Binding(self.x), self.weights["output_norm.weight"].whole(), Binding(self.h)],
-            lambda rows: (rows, 1, 1), "output_norm")
+        add(
+            "rmsnorm",
+            [Binding(self.params), Binding(self.x), self.weights["output_norm.weight"].whole(), Binding(self.h)],
+            lambda rows: (rows, 1, 1),
+            "output_norm",
+        )
         head = "token_embd.weight" if c.tied_embeddings else "output.weight"
         pipeline, bindings, workgroups = self._matmul(family, self.h, head, self.logits)
         add(pipeline, bindings, workgroups, "head")
         return steps
 
     def _verify_step(self) -> Dispatch:
-        buffers = (self.verify_cfg, self.logits, self.tokens, self.presence, self.q_rows, self.id_map, self.work, self.result)
+        buffers = (
+            self.verify_cfg,
+            self.logits,
+            self.tokens,
+            self.presence,
+            self.q_rows,
+            self.id_map,
+            self.work,
+            self.result,
+        )
         pipeline = self.pipelines["verify"]
-        return Dispatch(pipeline, self.gpu.create_bind_group(pipeline, [Binding(b) for b in buffers], "verify"), (1, 1, 1), "verify")
+        return Dispatch(
+            pipeline, self.gpu.create_bind_group(pipeline, [Binding(b) for b in buffers], "verify"), (1, 1, 1), "verify"
+        )
 
     def verify_plan(self, rows: int) -> list[Dispatch]:
         """plan(rows) + the verify kernel, built once per T (bindings replay plans by identity)."""
@@ -410,7 +516,7 @@ class GPUChampion:
             decision = self._read_decision()
         except (TargetNumericError, ResidualMassError, DraftNumericError):
             raise
-        except Exception as error:  # noqa: BLE001 - device loss, validation errors: one named failure
+        except Exception as error:
             raise DeviceError(f"GPU failure during verify: {type(error).__name__}: {error}") from error
         self.calls += 1
         self._wrote_kv((request.context[-1],) + tuple(request.drafts), request.committed_kv)
@@ -434,7 +540,9 @@ class GPUChampion:
         if rows > self.t_max:
             raise ValueError(f"k = {k} drafts; the champion was built for k_max = {self.t_max - 1}")
         if request.committed_kv + rows > self.context_limit:
-            raise ValueError(f"positions up to {request.committed_kv + rows} exceed the KV capacity {self.context_limit}")
+            raise ValueError(
+                f"positions up to {request.committed_kv + rows} exceed the KV capacity {self.context_limit}"
+            )
         settings = request.settings
         self._write_presence(request.context, settings.repetition_penalty != 1)
         kind = self._write_draft_rows(request) if k and not settings.greedy else DraftKind.POINT_MASSES
@@ -444,12 +552,23 @@ class GPUChampion:
                 raise TypeError("the GPU champion samples with Philox on the device: request.draws must be SeededDraws")
             seed = request.draws.stream.seed
         reduced = len(request.draft_rows[0].ids) if kind == DraftKind.REDUCED_ROWS else 0
-        self.gpu.write_buffer(self.verify_cfg, 0, VERIFY.pack(
-            drafts=k, greedy=1 if settings.greedy else 0, draft_kind=kind, reduced=reduced,
-            temperature=float(settings.temperature), top_p=float(settings.top_p),
-            penalty=float(settings.repetition_penalty), top_k=settings.top_k,
-            seed_lo=seed & 0xFFFFFFFF, seed_hi=(seed >> 32) & 0xFFFFFFFF, round=request.round_index,
-        ))
+        self.gpu.write_buffer(
+            self.verify_cfg,
+            0,
+            VERIFY.pack(
+                drafts=k,
+                greedy=1 if settings.greedy else 0,
+                draft_kind=kind,
+                reduced=reduced,
+                temperature=float(settings.temperature),
+                top_p=float(settings.top_p),
+                penalty=float(settings.repetition_penalty),
+                top_k=settings.top_k,
+                seed_lo=seed & 0xFFFFFFFF,
+                seed_hi=(seed >> 32) & 0xFFFFFFFF,
+                round=request.round_index,
+            ),
+        )
         self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=request.committed_kv))
         self.gpu.write_buffer(self.tokens, 0, array("I", (request.context[-1],) + tuple(request.drafts)).tobytes())
         return rows
@@ -501,4 +620,3 @@ def f32_data(values):
     if getattr(values, "dtype", None) is not None:
         return values.astype("float32").tobytes() if str(values.dtype) != "float32" else values.tobytes()
     return values
-

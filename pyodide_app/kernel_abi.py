@@ -18,7 +18,7 @@ from enum import IntEnum
 class DraftKind(IntEnum):
     """How a round's draft rows are laid out (Verify.draft_kind)."""
 
-    FULL_ROWS = 1     # q f32 [k, V]
+    FULL_ROWS = 1  # q f32 [k, V]
     REDUCED_ROWS = 2  # q f32 [k, Q] over the token ids in id_map u32 [Q]
     POINT_MASSES = 3  # no q rows: draft i puts probability 1 on tokens[1 + i]
 
@@ -26,8 +26,8 @@ class DraftKind(IntEnum):
 class ResultKind(IntEnum):
     """How the round's terminal token was drawn (VerifyResult.kind)."""
 
-    SAMPLE = 0      # k = 0: a plain sample from row 0
-    BONUS = 1       # all k drafts accepted: sampled from row k
+    SAMPLE = 0  # k = 0: a plain sample from row 0
+    BONUS = 1  # all k drafts accepted: sampled from row k
     CORRECTION = 2  # first rejection at row A: the residual norm([p - q]+) (greedy: row A's argmax)
 
 
@@ -36,8 +36,8 @@ class Status(IntEnum):
 
     OK = 0
     TARGET_NUMERIC = 1  # a processed target row is no distribution (NaN logits, every token masked)
-    RESIDUAL_MASS = 2   # the residual's mass is at or below acceptance.FLOAT_RESIDUAL_FLOOR
-    DRAFT_NUMERIC = 3   # the draft gave its own token a probability that is not > 0
+    RESIDUAL_MASS = 2  # the residual's mass is at or below acceptance.FLOAT_RESIDUAL_FLOOR
+    DRAFT_NUMERIC = 3  # the draft gave its own token a probability that is not > 0
 
 
 # WGSL constant prefixes of the codes above: e.g. DraftKind.REDUCED_ROWS -> DRAFT_REDUCED_ROWS.
@@ -80,38 +80,54 @@ class Struct:
         return "\n".join(lines + ["};"])
 
 
-PARAMS = Struct("Params", [  # every forward kernel; written once per call
-    Field("rows", "u32", "T: query rows of this call"),
-    Field("position", "u32", "absolute position of row 0"),
-])
-SHAPE = Struct("Shape", [  # a matmul's weight shape; one buffer per (k, n), written at load
-    Field("k", "u32", "input features (the reduction length)"),
-    Field("n", "u32", "output features"),
-])
-REPACK = Struct("Repack", [  # repack.wgsl: one tensor's job
-    Field("blocks", "u32", "GGUF blocks in the tensor"),
-    Field("groups_x", "u32", "workgroups along x (the grid wraps into y past the dispatch limit)"),
-])
-VERIFY = Struct("Verify", [  # verify.wgsl: one round's settings
-    Field("drafts", "u32", "k"),
-    Field("greedy", "u32", "1: temperature 0"),
-    Field("draft_kind", "u32", "a DraftKind"),
-    Field("reduced", "u32", "Q, the ids per reduced row (0 otherwise)"),
-    Field("temperature", "f32"),
-    Field("top_p", "f32", "1: off"),
-    Field("penalty", "f32", "repetition penalty, 1: off"),
-    Field("top_k", "u32", "0: off"),
-    Field("seed_lo", "u32", "Philox key, low word"),
-    Field("seed_hi", "u32", "Philox key, high word"),
-    Field("round", "u32", "the request's round index (Philox counter)"),
-])
-VERIFY_RESULT = Struct("VerifyResult", [  # verify.wgsl's output: all a round reads back
-    Field("accepted", "u32", "A, drafts accepted"),
-    Field("terminal", "u32", "the token drawn after them"),
-    Field("kind", "u32", "a ResultKind"),
-    Field("status", "u32", "a Status"),
-    Field("rows", "u32", "rows processed"),
-], align=4)
+PARAMS = Struct(
+    "Params",
+    [  # every forward kernel; written once per call
+        Field("rows", "u32", "T: query rows of this call"),
+        Field("position", "u32", "absolute position of row 0"),
+    ],
+)
+SHAPE = Struct(
+    "Shape",
+    [  # a matmul's weight shape; one buffer per (k, n), written at load
+        Field("k", "u32", "input features (the reduction length)"),
+        Field("n", "u32", "output features"),
+    ],
+)
+REPACK = Struct(
+    "Repack",
+    [  # repack.wgsl: one tensor's job
+        Field("blocks", "u32", "GGUF blocks in the tensor"),
+        Field("groups_x", "u32", "workgroups along x (the grid wraps into y past the dispatch limit)"),
+    ],
+)
+VERIFY = Struct(
+    "Verify",
+    [  # verify.wgsl: one round's settings
+        Field("drafts", "u32", "k"),
+        Field("greedy", "u32", "1: temperature 0"),
+        Field("draft_kind", "u32", "a DraftKind"),
+        Field("reduced", "u32", "Q, the ids per reduced row (0 otherwise)"),
+        Field("temperature", "f32"),
+        Field("top_p", "f32", "1: off"),
+        Field("penalty", "f32", "repetition penalty, 1: off"),
+        Field("top_k", "u32", "0: off"),
+        Field("seed_lo", "u32", "Philox key, low word"),
+        Field("seed_hi", "u32", "Philox key, high word"),
+        Field("round", "u32", "the request's round index (Philox counter)"),
+    ],
+)
+VERIFY_RESULT = Struct(
+    "VerifyResult",
+    [  # verify.wgsl's output: all a round reads back
+        Field("accepted", "u32", "A, drafts accepted"),
+        Field("terminal", "u32", "the token drawn after them"),
+        Field("kind", "u32", "a ResultKind"),
+        Field("status", "u32", "a Status"),
+        Field("rows", "u32", "rows processed"),
+    ],
+    align=4,
+)
 STRUCTS = (PARAMS, SHAPE, REPACK, VERIFY, VERIFY_RESULT)
 RESULT_BYTES = VERIFY_RESULT.size
 

@@ -29,8 +29,15 @@ def verify_sweep(champion, repeats: int, context_length: int = 64) -> dict[int, 
     for repeat in range(repeats + 1):
         for rows in times:
             drafts = tuple(range(200, 200 + rows - 1))
-            request = VerifyRequest(context, len(context) - 1, drafts, tuple(PointMass(d) for d in drafts), repeat,
-                                    settings, SeededDraws(repeat))
+            request = VerifyRequest(
+                context,
+                len(context) - 1,
+                drafts,
+                tuple(PointMass(d) for d in drafts),
+                repeat,
+                settings,
+                SeededDraws(repeat),
+            )
             start = time.perf_counter()
             finish(champion.verify(request))
             if repeat:
@@ -41,15 +48,30 @@ def verify_sweep(champion, repeats: int, context_length: int = 64) -> dict[int, 
 def sweep_summary(times: dict[int, list[float]]) -> list[dict]:
     """Median seconds and the ratio to T = 1, per T."""
     base = statistics.median(times[1])
-    return [{"rows": rows, "median_s": statistics.median(samples), "ratio_to_t1": statistics.median(samples) / base}
-            for rows, samples in times.items()]
+    return [
+        {"rows": rows, "median_s": statistics.median(samples), "ratio_to_t1": statistics.median(samples) / base}
+        for rows, samples in times.items()
+    ]
 
 
 KERNEL_KINDS = {  # dispatch label suffix -> kind, for profiles
-    "attn_q": "matmul", "attn_k": "matmul", "attn_v": "matmul", "attn_output": "matmul",
-    "ffn_gate": "matmul", "ffn_up": "matmul", "ffn_down": "matmul", "head": "lm head",
-    "attn_norm": "rmsnorm", "ffn_norm": "rmsnorm", "output_norm": "rmsnorm", "rope_q": "rope + kv store",
-    "store_kv": "rope + kv store", "attention": "attention", "swiglu": "swiglu", "embed": "embed", "verify": "verify",
+    "attn_q": "matmul",
+    "attn_k": "matmul",
+    "attn_v": "matmul",
+    "attn_output": "matmul",
+    "ffn_gate": "matmul",
+    "ffn_up": "matmul",
+    "ffn_down": "matmul",
+    "head": "lm head",
+    "attn_norm": "rmsnorm",
+    "ffn_norm": "rmsnorm",
+    "output_norm": "rmsnorm",
+    "rope_q": "rope + kv store",
+    "store_kv": "rope + kv store",
+    "attention": "attention",
+    "swiglu": "swiglu",
+    "embed": "embed",
+    "verify": "verify",
 }
 
 

@@ -79,7 +79,9 @@ def tokenizer_identity(tokenizer: dict) -> dict:
     core = {k: tokenizer[k] for k in ("model", "pre_tokenizer", "tokens", "merges", "token_types")}
     return {
         "tokenizer": sha256_hex(canonical_json(core)),
-        "special_tokens": sha256_hex(canonical_json({"special": special, "bos_id": tokenizer["bos_id"], "eos_id": tokenizer["eos_id"]})),
+        "special_tokens": sha256_hex(
+            canonical_json({"special": special, "bos_id": tokenizer["bos_id"], "eos_id": tokenizer["eos_id"]})
+        ),
     }
 
 
@@ -88,7 +90,9 @@ def check_manifest(manifest: dict) -> None:
     if manifest.get("schema") != SCHEMA:
         raise ManifestError("manifest.json", f"not a {SCHEMA} manifest")
     if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise ManifestError("manifest.json", f"schema_version {manifest.get('schema_version')!r}, this build reads {SCHEMA_VERSION}")
+        raise ManifestError(
+            "manifest.json", f"schema_version {manifest.get('schema_version')!r}, this build reads {SCHEMA_VERSION}"
+        )
     for key in ("champion", "files", "identity", "generation", "tokenizer", "chat_template"):
         if key not in manifest:
             raise ManifestError("manifest.json", f"missing {key!r}")
@@ -102,12 +106,18 @@ def check_manifest(manifest: dict) -> None:
     draft = manifest.get("draft")
     if draft is not None:
         if draft.get("id_map") is not None:
-            check_id_map(draft["id_map"], draft.get("output_vocab"), config.vocab_size, f"manifest.json draft.id_map ({draft.get('onnx', 'draft')})")
+            check_id_map(
+                draft["id_map"],
+                draft.get("output_vocab"),
+                config.vocab_size,
+                f"manifest.json draft.id_map ({draft.get('onnx', 'draft')})",
+            )
         for field in ("tokenizer", "special_tokens", "chat_template"):
             if identity.get(f"draft_{field}") != identity.get(field):
                 raise ManifestError(
                     draft.get("onnx", "draft"),
-                    f"draft {field.replace('_', ' ')} differs from the champion's (hash {str(identity.get(f'draft_{field}'))[:12]} vs {str(identity.get(field))[:12]})",
+                    f"draft {field.replace('_', ' ')} differs from the champion's (hash "
+                    f"{str(identity.get(f'draft_{field}'))[:12]} vs {str(identity.get(field))[:12]})",
                 )
 
 
@@ -153,4 +163,6 @@ def check_tensor_entry(where: str, tensor: dict, files: dict) -> None:
             raise ManifestError(where, f"extends past the end of {shard}")
         total += part["bytes"]
     if total != tensor_bytes(tensor["format"], tensor["shape"]):
-        raise ManifestError(where, f"parts hold {total} bytes; format and shape need {tensor_bytes(tensor['format'], tensor['shape'])}")
+        raise ManifestError(
+            where, f"parts hold {total} bytes; format and shape need {tensor_bytes(tensor['format'], tensor['shape'])}"
+        )

@@ -152,7 +152,9 @@ def next_draft_length(current: int, proposed: int, accepted: int, k_max: int) ->
 def check_decision(decision: Decision, proposed: int, vocab_size: int) -> None:
     """A verifier result outside its contract (e.g. a corrupted GPU readback) is an error, never output."""
     if not 0 <= decision.accepted <= proposed or not 0 <= decision.terminal < vocab_size:
-        raise VerifyResultError(f"verifier returned accepted={decision.accepted} of {proposed}, terminal={decision.terminal}")
+        raise VerifyResultError(
+            f"verifier returned accepted={decision.accepted} of {proposed}, terminal={decision.terminal}"
+        )
 
 
 class Orchestrator:
@@ -182,7 +184,9 @@ class Orchestrator:
         """Stage one round from `start`. Publishes nothing. (Synchronous runtimes only.)"""
         return finish(self.round_steps(start, proposer, stops))
 
-    def round_steps(self, start: RequestState, proposer: Proposer, stops: StopPolicy) -> Generator[Wait, None, RoundCommit]:
+    def round_steps(
+        self, start: RequestState, proposer: Proposer, stops: StopPolicy
+    ) -> Generator[Wait, None, RoundCommit]:
         """`round` as Steps: yields the Waits of asynchronous runtimes (waits.py), returns the commit."""
         k = min(start.draft_length, stops.max_new_tokens - len(start.output))
         began = time.perf_counter()
@@ -275,7 +279,9 @@ class Orchestrator:
         stops = self.stop_policy(len(prompt))
         return self._run(prompt, stops, cancel)
 
-    def _run(self, prompt: tuple[int, ...], stops: StopPolicy, cancel: CancelToken | None) -> Iterator[Emitted | Finished | Wait]:
+    def _run(
+        self, prompt: tuple[int, ...], stops: StopPolicy, cancel: CancelToken | None
+    ) -> Iterator[Emitted | Finished | Wait]:
         self.cancel = cancel
         self.stats = stats = SpecStats()
         proposer = self.proposer
@@ -297,7 +303,7 @@ class Orchestrator:
             except Cancelled:
                 published.close(FINISH_CANCELLED)
                 break
-            except Exception as failure:  # noqa: BLE001 - every failure is classified below
+            except Exception as failure:
                 code = getattr(failure, "code", "INTERNAL")
                 if not start.output and not isinstance(proposer, NoProposer):
                     stats.fallback_code = code  # nothing shown yet: silently retry champion-alone

@@ -50,7 +50,9 @@ def check_files(folder: Path, manifest: dict) -> None:
             raise ManifestError(name, "missing")
         actual = file_entry(path)
         if actual["bytes"] != expected["bytes"]:
-            raise ManifestError(name, f"size {actual['bytes']} bytes, manifest says {expected['bytes']} (truncated or replaced)")
+            raise ManifestError(
+                name, f"size {actual['bytes']} bytes, manifest says {expected['bytes']} (truncated or replaced)"
+            )
         if actual["sha256"] != expected["sha256"]:
             raise ManifestError(name, "sha256 does not match the manifest (corrupted)")
 
@@ -60,7 +62,9 @@ def check_identity(folder: Path, manifest: dict) -> None:
     tokenizer = json.loads((folder / manifest["tokenizer"]).read_text())
     for key, value in tokenizer_identity(tokenizer).items():
         if identity.get(key) != value:
-            raise ManifestError(manifest["tokenizer"], f"{key.replace('_', ' ')} hash does not match the manifest identity")
+            raise ManifestError(
+                manifest["tokenizer"], f"{key.replace('_', ' ')} hash does not match the manifest identity"
+            )
     template = (folder / manifest["chat_template"]).read_bytes()
     if identity.get("chat_template") != sha256_hex(template):
         raise ManifestError(manifest["chat_template"], "hash does not match the manifest identity")

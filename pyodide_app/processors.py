@@ -29,7 +29,6 @@ from typing import Iterable, Sequence
 from .errors import InvalidSettings, TargetNumericError
 from .sampling import total_mass
 
-
 # Below this, logit / T can overflow f32 on the GPU (and floats here) for large logits; such a
 # temperature is greedy in all but name, so it is refused rather than computed differently per backend.
 MIN_TEMPERATURE = 1e-3
@@ -58,7 +57,9 @@ class SamplingSettings:
         if not _finite(self.temperature) or self.temperature < 0:
             raise InvalidSettings(f"temperature must be >= 0, got {self.temperature}")
         if 0 < self.temperature < MIN_TEMPERATURE:
-            raise InvalidSettings(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}, got {self.temperature}")
+            raise InvalidSettings(
+                f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE}, got {self.temperature}"
+            )
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise InvalidSettings(f"top_k must be an integer >= 0, got {self.top_k!r}")
         if not _finite(self.top_p) or not 0 < self.top_p <= 1:
@@ -116,7 +117,9 @@ class ExactWeights:
         factor = Fraction(factor)
         if weight == 0:
             return weight
-        root = Fraction(_exact_root(weight.numerator, factor.denominator), _exact_root(weight.denominator, factor.denominator))
+        root = Fraction(
+            _exact_root(weight.numerator, factor.denominator), _exact_root(weight.denominator, factor.denominator)
+        )
         return root**factor.numerator
 
     @classmethod

@@ -45,12 +45,7 @@ def philox4x32_10(counter: tuple[int, int, int, int], key: tuple[int, int]) -> t
             k1 = (k1 + PHILOX_W1) & MASK32
         product0 = PHILOX_M0 * c0
         product1 = PHILOX_M1 * c2
-        c0, c1, c2, c3 = (
-            (product1 >> 32) ^ c1 ^ k0,
-            product1 & MASK32,
-            (product0 >> 32) ^ c3 ^ k1,
-            product0 & MASK32,
-        )
+        c0, c1, c2, c3 = ((product1 >> 32) ^ c1 ^ k0, product1 & MASK32, (product0 >> 32) ^ c3 ^ k1, product0 & MASK32)
     return c0, c1, c2, c3
 
 

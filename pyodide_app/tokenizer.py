@@ -28,7 +28,9 @@ PRE_TOKENIZERS = {"smollm": True, "gpt2": False}
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable character table (256 entries)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     table, extra = {}, 0
     for byte in range(256):
         if byte in printable:
@@ -120,7 +122,9 @@ def merge_pair(symbols: Sequence[str], pair: tuple[str, str]) -> list[str]:
 
 
 class Tokenizer:
-    def __init__(self, tokens: Sequence[str], merges: Sequence[str], special_ids: Iterable[int], pre_tokenizer: str = "smollm"):
+    def __init__(
+        self, tokens: Sequence[str], merges: Sequence[str], special_ids: Iterable[int], pre_tokenizer: str = "smollm"
+    ):
         if pre_tokenizer not in PRE_TOKENIZERS:
             raise ValueError(f"pre-tokenizer {pre_tokenizer!r} is not supported (supported: {sorted(PRE_TOKENIZERS)})")
         self.individual_digits = PRE_TOKENIZERS[pre_tokenizer]

@@ -31,8 +31,14 @@ class RequestState:
 
     @classmethod
     def start(cls, prompt: tuple[int, ...], draft_length: int = 0) -> "RequestState":
-        return cls(context=tuple(prompt), prompt_length=len(prompt), committed_kv=len(prompt) - 1, round_index=0,
-                   generation=0, draft_length=draft_length)
+        return cls(
+            context=tuple(prompt),
+            prompt_length=len(prompt),
+            committed_kv=len(prompt) - 1,
+            round_index=0,
+            generation=0,
+            draft_length=draft_length,
+        )
 
     @property
     def output(self) -> tuple[int, ...]:

@@ -36,23 +36,38 @@ def main() -> None:
     model = args.model
     if model is None:
         model = Path(tempfile.mkdtemp()) / "pkg"
-        subprocess.run([sys.executable, "-m", "build_tools", "package", "--out", str(model), "--no-golden"], check=True, cwd=ROOT)
+        subprocess.run(
+            [sys.executable, "-m", "build_tools", "package", "--out", str(model), "--no-golden"], check=True, cwd=ROOT
+        )
     manifest = json.loads((model / "manifest.json").read_text())
     gpu = WgpuDevice()
     started = time.perf_counter()
-    champion = GPUChampion(gpu, manifest, lambda n: (model / n).read_bytes(),
-                           lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=args.context,
-                           kernels=args.kernels)
+    champion = GPUChampion(
+        gpu,
+        manifest,
+        lambda n: (model / n).read_bytes(),
+        lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+        k_max=8,
+        context_limit=args.context,
+        kernels=args.kernels,
+    )
     load_s = time.perf_counter() - started
     summary = sweep_summary(verify_sweep(champion, args.repeats))
     profiles = {rows: profile_by_kind(champion, rows, args.repeats) for rows in (1, 5)}
     weights = champion.weight_bytes
-    print(f"adapter: {gpu.adapter_name}; load {load_s:.1f} s; context {args.context}; {args.repeats} interleaved repeats")
-    print(f"matmul kernels: {champion.kernel_family}; load-time calibration (ms): {json.dumps(champion.kernel_timings)}")
+    print(
+        f"adapter: {gpu.adapter_name}; load {load_s:.1f} s; context {args.context}; {args.repeats} interleaved repeats"
+    )
+    print(
+        f"matmul kernels: {champion.kernel_family}; load-time calibration (ms): {json.dumps(champion.kernel_timings)}"
+    )
     print("| T | median verify (s) | ratio to T=1 | per row |")
     print("|---|---|---|---|")
     for row in summary:
-        print(f"| {row['rows']} | {row['median_s']:.3f} | {row['ratio_to_t1']:.2f} | {row['ratio_to_t1'] / row['rows']:.2f} |")
+        print(
+            f"| {row['rows']} | {row['median_s']:.3f} | {row['ratio_to_t1']:.2f} | "
+            f"{row['ratio_to_t1'] / row['rows']:.2f} |"
+        )
     print(f"bytes read back per round: {RESULT_BYTES}")
     print("\nProfile by kernel kind (each kind's dispatches submitted alone, best of the repeats, ms per forward):")
     print("| kind | dispatches | T=1 (ms) | T=5 (ms) | T=5 / T=1 |")
@@ -60,8 +75,11 @@ def main() -> None:
     for kind, one in profiles[1].items():
         five = profiles[5][kind]
         print(f"| {kind} | {one['dispatches']} | {one['ms']:.1f} | {five['ms']:.1f} | {five['ms'] / one['ms']:.2f} |")
-    print(f"GPU memory: weights {weights / 2**20:.1f} MiB, KV {champion.kv_bytes / 2**20:.1f} MiB, "
-          f"scratch {champion.scratch_bytes / 2**20:.2f} MiB (activations, logits and verify buffers for T_max = {champion.t_max})")
+    print(
+        f"GPU memory: weights {weights / 2**20:.1f} MiB, KV {champion.kv_bytes / 2**20:.1f} MiB, "
+        f"scratch {champion.scratch_bytes / 2**20:.2f} MiB (activations, logits and verify buffers for T_max = "
+        f"{champion.t_max})"
+    )
 
 
 if __name__ == "__main__":

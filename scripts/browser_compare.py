@@ -16,7 +16,10 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
-PROMPT = "Rewrite this sentence with correct spelling: The quick brown fox jumpd over the lazy dog and the dog was not amused."
+PROMPT = (
+    "Rewrite this sentence with correct spelling: "
+    "The quick brown fox jumpd over the lazy dog and the dog was not amused."
+)
 SETTINGS = "{proposer: 'prompt_lookup', k: 4, temperature: 0, max_tokens: 24}"
 
 
@@ -31,18 +34,28 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         if args.browser == "chromium":
-            flags = ["--disable-features=WebGPU"] if args.no_webgpu else ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"]
+            flags = (
+                ["--disable-features=WebGPU"]
+                if args.no_webgpu
+                else ["--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader"]
+            )
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=flags + ["--disable-quic"])
         else:
-            browser = playwright.firefox.launch(channel="moz-firefox", executable_path="/usr/bin/firefox-esr",
-                                                firefox_user_prefs={"dom.webgpu.enabled": True, "gfx.webgpu.ignore-blocklist": True})
+            browser = playwright.firefox.launch(
+                channel="moz-firefox",
+                executable_path="/usr/bin/firefox-esr",
+                firefox_user_prefs={"dom.webgpu.enabled": True, "gfx.webgpu.ignore-blocklist": True},
+            )
         page = browser.new_page(viewport={"width": 1200, "height": 900})
         page.add_init_script(f"localStorage.setItem('spec-chat-settings', JSON.stringify({SETTINGS}))")
         started = time.perf_counter()
         page.goto(args.url + "?nosw")
         page.wait_for_selector("#backend")
         page.wait_for_selector("#loading", state="hidden", timeout=900_000)
-        print(f"loaded in {time.perf_counter() - started:.1f} s: {page.text_content('#backend')} {page.text_content('#fatal-message')}")
+        print(
+            f"loaded in {time.perf_counter() - started:.1f} s: {page.text_content('#backend')} "
+            f"{page.text_content('#fatal-message')}"
+        )
         started = time.perf_counter()
         page.fill("#input", args.prompt)
         page.keyboard.press("Enter")

@@ -36,8 +36,13 @@ from pyodide_app.sampling import SeededDraws  # noqa: E402
 
 class WebGPUArm:
     def __init__(self, folder: Path, manifest: dict, capacity: int):
-        self.champion = GPUChampion(WgpuDevice(), manifest, lambda n: (folder / n).read_bytes(),
-                                    lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), context_limit=capacity)
+        self.champion = GPUChampion(
+            WgpuDevice(),
+            manifest,
+            lambda n: (folder / n).read_bytes(),
+            lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+            context_limit=capacity,
+        )
 
     def first_token(self, prompt: list[int]) -> None:
         self.champion.forget()
@@ -48,7 +53,9 @@ class WebGPUArm:
 
     def _step(self, context: list[int]) -> None:
         """A greedy 1-row verify at the frontier (prefilling what the cache lacks): a token, read back."""
-        request = VerifyRequest(tuple(context), len(context) - 1, (), (), 0, SamplingSettings(temperature=0), SeededDraws(0))
+        request = VerifyRequest(
+            tuple(context), len(context) - 1, (), (), 0, SamplingSettings(temperature=0), SeededDraws(0)
+        )
         self.champion.verify(request)
 
 
@@ -111,8 +118,10 @@ def main() -> None:
                 ttft[name].append(elapsed)
                 decode[name].extend(steps)
     gpu = arms["webgpu"].champion
-    print(f"prompt {args.prompt} tokens; {args.repeats} interleaved repeats; WGSL kernels: {gpu.kernel_family}, "
-          f"prefill {gpu.prefill_rows} rows per forward; adapter {gpu.gpu.adapter_name}")
+    print(
+        f"prompt {args.prompt} tokens; {args.repeats} interleaved repeats; WGSL kernels: {gpu.kernel_family}, "
+        f"prefill {gpu.prefill_rows} rows per forward; adapter {gpu.gpu.adapter_name}"
+    )
     numpy_decode = statistics.median(decode["numpy"])
     numpy_ttft = statistics.median(ttft["numpy"])
     print("| arm | time to first token (s) | × numpy | decode step (ms) | decode tok/s | × numpy |")

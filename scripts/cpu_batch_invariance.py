@@ -22,11 +22,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from build_tools.recipes import default_package  # noqa: E402
-from build_tools.distill_prompts import evaluation_prompts  # noqa: E402
-from pyodide_app.chat_template import ChatTemplate  # noqa: E402
-from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
-from pyodide_app.tokenizer import Tokenizer  # noqa: E402
+from build_tools.distill_prompts import evaluation_prompts
+from build_tools.recipes import default_package
+from pyodide_app.chat_template import ChatTemplate
+from pyodide_app.native.dense_champion import open_runtime
+from pyodide_app.tokenizer import Tokenizer
 
 ROWS = 5  # k = 4 drafts + the frontier
 
@@ -36,7 +36,9 @@ def main() -> None:
     parser.add_argument("--prompts-per-task", type=int, default=20)
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--compact", action="store_true", help="champion.onnx (MatMulNBits) instead of the float32 graph")
+    parser.add_argument(
+        "--compact", action="store_true", help="champion.onnx (MatMulNBits) instead of the float32 graph"
+    )
     args = parser.parse_args()
     folder = default_package()
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -69,11 +71,18 @@ def main() -> None:
                 flips += 1
                 flip_margins.append(margins[-1])
         if number % 10 == 0:
-            print(f"{number}/{len(prompts)} prompts, {positions} positions, {flips} argmax flips, "
-                  f"max |diff| {worst:.2e}, {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                f"{number}/{len(prompts)} prompts, {positions} positions, {flips} argmax flips, "
+                f"max |diff| {worst:.2e}, {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
     result = {
-        "prompts": len(prompts), "positions": positions, "rows_per_call": ROWS, "max_abs_logit_diff": worst,
-        "argmax_flips": flips, "flip_margins": flip_margins,
+        "prompts": len(prompts),
+        "positions": positions,
+        "rows_per_call": ROWS,
+        "max_abs_logit_diff": worst,
+        "argmax_flips": flips,
+        "flip_margins": flip_margins,
         "positions_with_margin_below": {str(m): int(sum(x < m for x in margins)) for m in (1e-4, 1e-3, 1e-2)},
         "seconds": time.perf_counter() - started,
     }

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from build_tools.recipes import default_package  # noqa: E402
-from build_tools.distill import champion_source  # noqa: E402
-from build_tools.export_onnx import export_llama  # noqa: E402
-from build_tools.reference import ReferenceModel  # noqa: E402
-from pyodide_app.native.onnx_champion import OnnxChampionRuntime  # noqa: E402
+from build_tools.distill import champion_source
+from build_tools.export_onnx import export_llama
+from build_tools.recipes import default_package
+from build_tools.reference import ReferenceModel
+from pyodide_app.native.onnx_champion import OnnxChampionRuntime
 
 
 class NumpyArm:

@@ -1,7 +1,7 @@
 """Native end-to-end speed of each proposer against champion-alone, side by side (not a test).
 
-    .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N] [--repeats R]
-                                               [--arms none,neural:4,hybrid:4,prompt_lookup:4]
+    .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N]
+                                               [--repeats R] [--arms none,neural:4,hybrid:4,prompt_lookup:4]
 
 One engine per backend is loaded once; for each prompt (an open question and a rewrite) the arms run
 interleaved, `--repeats` times, each after forgetting the cached context so every arm pays its own
@@ -27,29 +27,42 @@ from pyodide_app.native.loader import load_engine  # noqa: E402
 PROMPTS = {
     "open question": "Why do leaves change color in autumn?",
     "rewrite": "Rewrite this paragraph in the past tense: Every morning, Maria walks to the bakery on the corner. "
-               "She buys two croissants and a coffee, and she talks with the baker about the weather. Then she takes "
-               "the bus to her office, where she works as an architect.",
+    "She buys two croissants and a coffee, and she talks with the baker about the weather. Then she takes "
+    "the bus to her office, where she works as an architect.",
 }
 
 
 def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict:
     engine.forget_context()
-    request = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0,
-               "seed": 0, "speculative": {"proposer": proposer, "k": k, "adaptive": False}}
+    request = {
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "seed": 0,
+        "speculative": {"proposer": proposer, "k": k, "adaptive": False},
+    }
     started = time.perf_counter()
     done = [event for event in engine.chat(request) if event["type"] == "done"][0]
     wall = time.perf_counter() - started
     if done["error"]:
         raise SystemExit(f"{proposer}: {done['error']}")
     stats = done["speculative"]
-    return {"tokens": done["tokens"], "wall_s": wall, "tok_s": len(done["tokens"]) / wall,
-            "per_call": stats["tokens_per_champion_call"], "proposed": stats["proposed"], "accepted": stats["accepted"],
-            "auto": (stats.get("auto") or {}).get("chose")}
+    return {
+        "tokens": done["tokens"],
+        "wall_s": wall,
+        "tok_s": len(done["tokens"]) / wall,
+        "per_call": stats["tokens_per_champion_call"],
+        "proposed": stats["proposed"],
+        "accepted": stats["accepted"],
+        "auto": (stats.get("auto") or {}).get("chose"),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path, default=ROOT / "web" / "model", help="package (default: the default package)")
+    parser.add_argument(
+        "--model", type=Path, default=ROOT / "web" / "model", help="package (default: the default package)"
+    )
     parser.add_argument("--backend", choices=("cpu", "cpu-compact", "webgpu"), default="cpu")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
@@ -69,7 +82,10 @@ def main() -> None:
             for proposer, k in arms:
                 runs.setdefault((name, proposer, k), []).append(run_arm(engine, prompt, proposer, k, args.max_tokens))
     draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
-    print(f"backend {args.backend}; draft: {draft}; {args.max_tokens} greedy tokens; median of {args.repeats} interleaved runs")
+    print(
+        f"backend {args.backend}; draft: {draft}; {args.max_tokens} greedy tokens; median of {args.repeats} "
+        "interleaved runs"
+    )
     print("| prompt | arm | tok/s (end to end) | × none | tokens/call | accepted/proposed | tokens == none |")
     print("|---|---|---|---|---|---|---|")
     for name in PROMPTS:
@@ -83,7 +99,10 @@ def main() -> None:
             label = proposer if proposer == "none" else f"{proposer} k={k}"
             if rows[0]["auto"]:
                 label += f" ({rows[0]['auto']})"
-            print(f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | {same} |")
+            print(
+                f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | "
+                f"{same} |"
+            )
     if args.json:
         args.json.write_text(json.dumps({f"{n}|{p}|{k}": r for (n, p, k), r in runs.items()}))
 

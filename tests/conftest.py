@@ -12,4 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_build_tools(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """`python -m build_tools ...` as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "build_tools", *args], capture_output=True, text=True, cwd=ROOT, input=stdin, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "build_tools", *args], capture_output=True, text=True, cwd=ROOT, input=stdin, timeout=900
+    )

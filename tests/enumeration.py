@@ -81,8 +81,9 @@ def enumerate_branches(run: Callable[[ScriptedDraws], Hashable], draws_type=Scri
     return results
 
 
-def round_distribution(orchestrator: Orchestrator, proposer: Proposer, stops: StopPolicy, start: RequestState,
-                       draws_type=ScriptedDraws):
+def round_distribution(
+    orchestrator: Orchestrator, proposer: Proposer, stops: StopPolicy, start: RequestState, draws_type=ScriptedDraws
+):
     def run(draws: ScriptedDraws):
         orchestrator.draws = draws
         commit = orchestrator.round(start, proposer, stops)
@@ -91,8 +92,9 @@ def round_distribution(orchestrator: Orchestrator, proposer: Proposer, stops: St
     return enumerate_branches(run, draws_type)
 
 
-def output_distribution(orchestrator: Orchestrator, proposer: Proposer, prompt: Sequence[int],
-                        draws_type=ScriptedDraws) -> dict[tuple, Fraction]:
+def output_distribution(
+    orchestrator: Orchestrator, proposer: Proposer, prompt: Sequence[int], draws_type=ScriptedDraws
+) -> dict[tuple, Fraction]:
     """P(output tokens) of a whole request, by exact enumeration of the real round loop."""
     prompt = orchestrator.validate_prompt(prompt)
     stops = orchestrator.stop_policy(len(prompt))

@@ -30,57 +30,128 @@ VERIFY = "shaders/verify.wgsl"
 
 MUTANTS = (
     # ---- the WGSL verify kernel ----
-    Mutant("wgsl_residual_ignores_q", VERIFY, (
-        Edit("if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }", "q_i = 0.0;"),
-        Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
-    ), "after a rejection, sample from p instead of norm([p - q]+)"),
-    Mutant("wgsl_residual_ignores_reduced_q", VERIFY, (
-        Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
-    ), "the residual subtracts q for full rows and point masses but not for reduced rows"),
-    Mutant("wgsl_reduced_q_full_stride", VERIFY, (
-        Edit("q[row * cfg.reduced + m]", "q[row * V + m]", count=2),
-    ), "reduced q rows read with the full-vocabulary stride"),
-    Mutant("wgsl_penalty_ignores_round_drafts", VERIFY, (
-        Edit("for (var i = 0u; i < row; i++) {", "for (var i = 0u; i < 0u; i++) {"),
-    ), "row j's repetition penalty ignores drafts 1..j of the same round"),
-    Mutant("wgsl_accept_min_1_p", VERIFY, (
-        Edit("let a = min(1.0, work[y] / q_y);", "let a = min(1.0, work[y]);"),
-    ), "accept with probability min(1, p) instead of min(1, p/q)"),
-    Mutant("wgsl_bonus_from_wrong_row", VERIFY, (
-        Edit("    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));",
-             "    if (k > 0u) { _ = process_row(lane, k - 1u); }\n    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));"),
-    ), "the bonus token sampled from row k-1 instead of row k"),
-    Mutant("wgsl_top_p_boundary", VERIFY, (
-        Edit("while (mass < cfg.top_p && cut > 0.0", "while (mass <= cfg.top_p && cut > 0.0"),
-    ), "top-p keeps one tied token more than the shortest prefix reaching p"),
-    Mutant("wgsl_correction_wrong_domain", VERIFY, (
-        Edit("uniform24(seed, DOMAIN_CORRECTION, cfg.round, row)", "uniform24(seed, DOMAIN_ACCEPT, cfg.round, row)"),
-    ), "the correction sample reuses the accept test's uniform (wrong Philox domain)"),
+    Mutant(
+        "wgsl_residual_ignores_q",
+        VERIFY,
+        (
+            Edit("if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }", "q_i = 0.0;"),
+            Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),
+        ),
+        "after a rejection, sample from p instead of norm([p - q]+)",
+    ),
+    Mutant(
+        "wgsl_residual_ignores_reduced_q",
+        VERIFY,
+        (Edit("if (cfg.draft_kind == DRAFT_REDUCED_ROWS && !RESAMPLE_FROM_TARGET) {", "if (false) {"),),
+        "the residual subtracts q for full rows and point masses but not for reduced rows",
+    ),
+    Mutant(
+        "wgsl_reduced_q_full_stride",
+        VERIFY,
+        (Edit("q[row * cfg.reduced + m]", "q[row * V + m]", count=2),),
+        "reduced q rows read with the full-vocabulary stride",
+    ),
+    Mutant(
+        "wgsl_penalty_ignores_round_drafts",
+        VERIFY,
+        (Edit("for (var i = 0u; i < row; i++) {", "for (var i = 0u; i < 0u; i++) {"),),
+        "row j's repetition penalty ignores drafts 1..j of the same round",
+    ),
+    Mutant(
+        "wgsl_accept_min_1_p",
+        VERIFY,
+        (Edit("let a = min(1.0, work[y] / q_y);", "let a = min(1.0, work[y]);"),),
+        "accept with probability min(1, p) instead of min(1, p/q)",
+    ),
+    Mutant(
+        "wgsl_bonus_from_wrong_row",
+        VERIFY,
+        (
+            Edit(
+                "    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));",
+                "    if (k > 0u) { _ = process_row(lane, k - 1u); }\n    let terminal = sample(lane, 0u, "
+                "uniform24(seed, domain, cfg.round, k));",
+            ),
+        ),
+        "the bonus token sampled from row k-1 instead of row k",
+    ),
+    Mutant(
+        "wgsl_top_p_boundary",
+        VERIFY,
+        (Edit("while (mass < cfg.top_p && cut > 0.0", "while (mass <= cfg.top_p && cut > 0.0"),),
+        "top-p keeps one tied token more than the shortest prefix reaching p",
+    ),
+    Mutant(
+        "wgsl_correction_wrong_domain",
+        VERIFY,
+        (Edit("uniform24(seed, DOMAIN_CORRECTION, cfg.round, row)", "uniform24(seed, DOMAIN_ACCEPT, cfg.round, row)"),),
+        "the correction sample reuses the accept test's uniform (wrong Philox domain)",
+    ),
     # ---- the Python specification (CPU champion path, and the reference the kernel is compared to) ----
-    Mutant("py_residual_ignores_q", "pyodide_app/acceptance.py", (
-        Edit("residual = [max(p - q_x, 0) for p, q_x in zip(target_row, q)]",
-             "residual = [max(p, 0) for p, q_x in zip(target_row, q)]"),
-    ), "after a rejection, sample from p instead of norm([p - q]+)"),
-    Mutant("py_accept_min_1_p", "pyodide_app/acceptance.py", (
-        Edit("return min(1, p_y / q_y)", "return min(1, p_y)"),
-    ), "accept with probability min(1, p) instead of min(1, p/q)"),
-    Mutant("py_bonus_from_wrong_row", "pyodide_app/acceptance.py", (
-        Edit("Domain.BONUS_SAMPLE, round_index, k, target_rows[k])", "Domain.BONUS_SAMPLE, round_index, k, target_rows[k - 1])"),
-    ), "the bonus token sampled from row k-1 instead of row k"),
-    Mutant("py_correction_wrong_domain", "pyodide_app/acceptance.py", (
-        Edit("draws.categorical(Domain.CORRECTION_SAMPLE, round_index, i, residual)",
-             "draws.categorical(Domain.ACCEPT_UNIFORM, round_index, i, residual)"),
-    ), "the correction sample reuses the accept test's uniform (wrong Philox domain)"),
-    Mutant("py_penalty_ignores_round_drafts", "pyodide_app/champion.py", (
-        Edit("history = request.context + request.drafts[:j]", "history = request.context"),
-    ), "row j's repetition penalty ignores drafts 1..j of the same round"),
-    Mutant("py_top_p_boundary", "pyodide_app/processors.py", (
-        Edit("        if mass >= top_p:\n", "        if mass > top_p:\n"),
-    ), "top-p keeps one token more when the prefix mass equals p exactly"),
+    Mutant(
+        "py_residual_ignores_q",
+        "pyodide_app/acceptance.py",
+        (
+            Edit(
+                "residual = [max(p - q_x, 0) for p, q_x in zip(target_row, q)]",
+                "residual = [max(p, 0) for p, q_x in zip(target_row, q)]",
+            ),
+        ),
+        "after a rejection, sample from p instead of norm([p - q]+)",
+    ),
+    Mutant(
+        "py_accept_min_1_p",
+        "pyodide_app/acceptance.py",
+        (Edit("return min(1, p_y / q_y)", "return min(1, p_y)"),),
+        "accept with probability min(1, p) instead of min(1, p/q)",
+    ),
+    Mutant(
+        "py_bonus_from_wrong_row",
+        "pyodide_app/acceptance.py",
+        (
+            Edit(
+                "Domain.BONUS_SAMPLE, round_index, k, target_rows[k])",
+                "Domain.BONUS_SAMPLE, round_index, k, target_rows[k - 1])",
+            ),
+        ),
+        "the bonus token sampled from row k-1 instead of row k",
+    ),
+    Mutant(
+        "py_correction_wrong_domain",
+        "pyodide_app/acceptance.py",
+        (
+            Edit(
+                "draws.categorical(Domain.CORRECTION_SAMPLE, round_index, i, residual)",
+                "draws.categorical(Domain.ACCEPT_UNIFORM, round_index, i, residual)",
+            ),
+        ),
+        "the correction sample reuses the accept test's uniform (wrong Philox domain)",
+    ),
+    Mutant(
+        "py_penalty_ignores_round_drafts",
+        "pyodide_app/champion.py",
+        (Edit("history = request.context + request.drafts[:j]", "history = request.context"),),
+        "row j's repetition penalty ignores drafts 1..j of the same round",
+    ),
+    Mutant(
+        "py_top_p_boundary",
+        "pyodide_app/processors.py",
+        (Edit("        if mass >= top_p:\n", "        if mass > top_p:\n"),),
+        "top-p keeps one token more when the prefix mass equals p exactly",
+    ),
     # ---- the draft graph's sampler ----
-    Mutant("onnx_sampler_without_shortfall", "build_tools/export_onnx.py", (
-        Edit('    counts = g.op("Add", [counts, g.op("Mul", [g.op("Cast", [onehot], to=i64), shortfall])])  # sum == 2^24\n', ""),
-    ), "q's counts sum below 2^24, so u near 1 reaches no index and the graph returns index 0"),
+    Mutant(
+        "onnx_sampler_without_shortfall",
+        "build_tools/export_onnx.py",
+        (
+            Edit(
+                '    counts = g.op("Add", [counts, g.op("Mul", [g.op("Cast", [onehot], to=i64), shortfall])])  # sum '
+                "== 2^24\n",
+                "",
+            ),
+        ),
+        "q's counts sum below 2^24, so u near 1 reaches no index and the graph returns index 0",
+    ),
 )
 
 # Run on the mutated copy with -x, cheapest and most discriminating first.
@@ -102,6 +173,8 @@ def apply(mutant: Mutant, text: str) -> str:
     for edit in mutant.edits:
         found = text.count(edit.old)
         if found != edit.count:
-            raise ValueError(f"mutant {mutant.name}: {edit.old!r} occurs {found} times in {mutant.path}, expected {edit.count}")
+            raise ValueError(
+                f"mutant {mutant.name}: {edit.old!r} occurs {found} times in {mutant.path}, expected {edit.count}"
+            )
         text = text.replace(edit.old, edit.new)
     return text

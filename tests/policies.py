@@ -19,7 +19,11 @@ class ContextHashPolicy:
 
     def choose(self, context: Sequence[int], k_cap: int, lookup, neural_available: bool) -> Choice:
         h = zlib.crc32(bytes(str((self.salt, tuple(context))), "ascii"))
-        sources = ["none"] + (["prompt_lookup"] if lookup is not None and lookup[1] else []) + (["neural"] if neural_available else [])
+        sources = (
+            ["none"]
+            + (["prompt_lookup"] if lookup is not None and lookup[1] else [])
+            + (["neural"] if neural_available else [])
+        )
         source = sources[h % len(sources)]
         if source == "none":
             return NONE

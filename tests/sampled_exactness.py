@@ -165,8 +165,12 @@ def full_target_residual(target_row, draft_row):
 def enumerated_law(kind: str, table, vocab: int, wrong_residual: bool = False) -> dict[tuple, float]:
     """The law of the first HORIZON tokens of the real round loop (CPU verifier), by exact enumeration of
     its branches with float probabilities; with wrong_residual, the negative control's law."""
-    orchestrator = Orchestrator(cpu_champion(table, vocab), TableDraft(kind, vocab, table),
-                                GenerationConfig(max_new_tokens=HORIZON, k=K, settings=SETTINGS), lambda t: b"x")
+    orchestrator = Orchestrator(
+        cpu_champion(table, vocab),
+        TableDraft(kind, vocab, table),
+        GenerationConfig(max_new_tokens=HORIZON, k=K, settings=SETTINGS),
+        lambda t: b"x",
+    )
     original = acceptance.positive_residual
     if wrong_residual:
         acceptance.positive_residual = full_target_residual
@@ -231,5 +235,3 @@ def sample_outputs(champion, kind: str, table, vocab: int, samples: int, base_se
         run.accepted += stats.accepted
         run.counts[tuple(t for e in events if isinstance(e, Emitted) for t in e.tokens)[:HORIZON]] += 1
     return run
-
-

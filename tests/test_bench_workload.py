@@ -15,8 +15,19 @@ PAGE_CONTEXT = 2048  # web/app.js default
 
 def test_every_planned_stratum_has_three_prompts():
     strata = json.loads(PROMPTS.read_text())["strata"]
-    assert {"rewrite", "summary", "extraction", "code", "chat", "multilingual", "repetitive",
-            "json", "long_context", "adversarial", "ambiguous"} <= set(strata)
+    assert {
+        "rewrite",
+        "summary",
+        "extraction",
+        "code",
+        "chat",
+        "multilingual",
+        "repetitive",
+        "json",
+        "long_context",
+        "adversarial",
+        "ambiguous",
+    } <= set(strata)
     assert all(len(prompts) == 3 and len(set(prompts)) == 3 for prompts in strata.values())
     assert set(QUICK_STRATA) <= set(strata) and "long_context" not in QUICK_STRATA
 
@@ -34,4 +45,6 @@ def test_the_workload_hash_is_the_files():
     assert workload_sha256() == hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
     items = workload(["json", "ambiguous"], 2, 1)
     assert [(i["setting"], i["stratum"]) for i in items] == [("greedy", "json")] * 2 + [("greedy", "ambiguous")] * 2 + [
-        ("sampled", "json"), ("sampled", "ambiguous")]
+        ("sampled", "json"),
+        ("sampled", "ambiguous"),
+    ]

@@ -126,8 +126,14 @@ for (const name of names) {
 }
 process.stdout.write(JSON.stringify(out));
 """
-    result = subprocess.run([shutil.which("node"), "--input-type=module", "-e", script], input=json.dumps([str(synth_package), names]),
-                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", script],
+        input=json.dumps([str(synth_package), names]),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     web = json.loads(result.stdout)
     assert {manifest["champion"]["tensors"][n]["format"] for n in names} == {"q4_1", "q8_0"}

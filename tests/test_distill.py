@@ -13,12 +13,12 @@ import shutil
 import numpy as np
 import torch
 
-from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import tokens_per_call
 from build_tools.prebuilt_draft import read_prebuilt
+from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.synth import synth_models
 from pyodide_app.native.dense_champion import open_runtime
 
@@ -38,8 +38,21 @@ def test_evaluation_prompts_are_fixed_and_never_trained_on():
 
 def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
     out = tmp_path / "distill"
-    common = ["distill", "--champion", str(synth_package), "--out", str(out), "--minutes", "0.05", "--shape", "tiny",
-              "--max-tokens", "16", "--eval-per-task", "1"]
+    common = [
+        "distill",
+        "--champion",
+        str(synth_package),
+        "--out",
+        str(out),
+        "--minutes",
+        "0.05",
+        "--shape",
+        "tiny",
+        "--max-tokens",
+        "16",
+        "--eval-per-task",
+        "1",
+    ]
     first = run_build_tools(*common, "--max-answers", "40")
     assert first.returncode == 0, first.stderr[-2000:]
     lines = (out / "data" / "index.jsonl").read_text().splitlines()
@@ -64,8 +77,9 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
 
     # the output folder is a prebuilt draft: package the champion with it
     package = tmp_path / "pkg"
-    result = run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(out), "--out", str(package),
-                             "--no-golden")
+    result = run_build_tools(
+        "package", "--champion", str(synth_source(tmp_path)), "--draft", str(out), "--out", str(package), "--no-golden"
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     manifest = json.loads((package / "manifest.json").read_text())
     assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["id_map"] == entry["id_map"]
@@ -78,8 +92,20 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
     blob = bytearray((damaged / "draft.onnx").read_bytes())
     blob[len(blob) // 2] ^= 1
     (damaged / "draft.onnx").write_bytes(bytes(blob))
-    assert_one_line_error(run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(damaged),
-                                          "--out", str(tmp_path / "pkg2"), "--no-golden"), "draft.onnx", "sha256")
+    assert_one_line_error(
+        run_build_tools(
+            "package",
+            "--champion",
+            str(synth_source(tmp_path)),
+            "--draft",
+            str(damaged),
+            "--out",
+            str(tmp_path / "pkg2"),
+            "--no-golden",
+        ),
+        "draft.onnx",
+        "sha256",
+    )
 
 
 def synth_source(tmp_path):
@@ -139,13 +165,25 @@ def test_shipped_draft_identity_is_the_default_champions(real_package):
     manifest = json.loads((real_package / "manifest.json").read_text())
     identity = manifest["identity"]
     provenance = read_prebuilt(DEFAULT_DRAFT).provenance
-    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["output_vocab"] == len(manifest["draft"]["id_map"])
+    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["output_vocab"] == len(
+        manifest["draft"]["id_map"]
+    )
     for key in ("tokenizer", "special_tokens", "chat_template"):
         assert identity[f"draft_{key}"] == identity[key] == provenance["champion_identity"][key]
-    assert provenance["champion_identity"]["champion_weights"] == identity["champion_weights"]  # distilled from this champion
+    assert (
+        provenance["champion_identity"]["champion_weights"] == identity["champion_weights"]
+    )  # distilled from this champion
 
 
 def test_shipped_draft_refuses_another_tokenizer(tmp_path):
-    result = run_build_tools("package", "--champion", str(synth_source(tmp_path)), "--draft", str(DEFAULT_DRAFT),
-                             "--out", str(tmp_path / "pkg"), "--no-golden")
+    result = run_build_tools(
+        "package",
+        "--champion",
+        str(synth_source(tmp_path)),
+        "--draft",
+        str(DEFAULT_DRAFT),
+        "--out",
+        str(tmp_path / "pkg"),
+        "--no-golden",
+    )
     assert_one_line_error(result, "draft tokenizer differs")

@@ -73,8 +73,12 @@ def uniforms_for(q: np.ndarray, rng: random.Random, random_count: int, boundary_
 def model_rows(path: Path, config: dict, prompt: list[int]) -> list[np.ndarray]:
     """Logits of two positions from the graph itself, plus adversarial rows of the same width."""
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds = {"input_ids": np.array([prompt], np.int64), "temperature": np.array([1.0], np.float32),
-             "uniform": np.array([0.5], np.float32), **empty_past(config)}
+    feeds = {
+        "input_ids": np.array([prompt], np.int64),
+        "temperature": np.array([1.0], np.float32),
+        "uniform": np.array([0.5], np.float32),
+        **empty_past(config),
+    }
     names = [o.name for o in session.get_outputs()]
     first = dict(zip(names, session.run(None, feeds)))["logits"][0]
     feeds["input_ids"] = np.array([prompt[:-3]], np.int64)
@@ -112,8 +116,19 @@ def test_the_whole_graph_samples_its_reported_q_at_extreme_uniforms(samplers, wh
     feeds = {"input_ids": np.array([prompt], np.int64), **empty_past(config)}
     web = run_in_onnxruntime_web(path, feeds, runs, ["probs", "token"])
     for run, web_out in zip(runs, web):
-        native = dict(zip(names, session.run(None, {**feeds, "temperature": np.array([run["temperature"]], np.float32),
-                                                     "uniform": np.array([run["uniform"]], np.float32)})))
+        native = dict(
+            zip(
+                names,
+                session.run(
+                    None,
+                    {
+                        **feeds,
+                        "temperature": np.array([run["temperature"]], np.float32),
+                        "uniform": np.array([run["uniform"]], np.float32),
+                    },
+                ),
+            )
+        )
         q = native["probs"][0]
         check_q(q)
         assert int(native["token"][0]) == expected_token(q, run["uniform"], id_map), f"native {run}"
@@ -139,7 +154,9 @@ def test_the_graphs_sampler_is_the_inverse_cdf_of_its_q_at_thousands_of_uniforms
                 assert token == expected_token(q, u, id_map), f"row {r}, T={temperature}, u={u!r}"
             checked += len(uniforms)
             if r == 0 and temperature == 0.7:  # the same row and uniforms in onnxruntime-web
-                web = run_in_onnxruntime_web(sampler, feeds, [{"uniform": u} for u in uniforms], ["probs", "token"], ["probs"])
+                web = run_in_onnxruntime_web(
+                    sampler, feeds, [{"uniform": u} for u in uniforms], ["probs", "token"], ["probs"]
+                )
                 web_q = np.asarray(web[0]["probs"], np.float32)  # wasm's softmax differs in the last bits
                 check_q(web_q)
                 assert [w["token"][0] for w in web] == [expected_token(web_q, u, id_map) for u in uniforms]

@@ -17,8 +17,10 @@ from pyodide_app.processors import SamplingSettings, process_row
 from .conftest import ROOT
 from .stats import chi_square_statistic, plan_chi_square
 
-REWRITE = ("Rewrite this paragraph with correct spelling, changing nothing else: The quick brown fox jumpd over "
-           "the lazy dog. The dog was not amused and went back to sleep under the old oak tree.")
+REWRITE = (
+    "Rewrite this paragraph with correct spelling, changing nothing else: The quick brown fox jumpd over "
+    "the lazy dog. The dog was not amused and went back to sleep under the old oak tree."
+)
 QUESTION = "What are three benefits of regular exercise?"
 
 
@@ -56,6 +58,7 @@ def assert_speculation_ran(done: dict, expect_proposals: bool = True) -> None:
 
 # ---- the real model -----------------------------------------------------------------------------------
 
+
 def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, real_package):
     from pyodide_app.native.loader import load_engine
 
@@ -72,19 +75,26 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
                 # auto on lavapipe's measured costs: lookup on the rewrite; on the question it may rightly choose none
                 assert_speculation_ran(done, expect_proposals=proposer in ("neural", "hybrid") or name == "rewrite")
                 rows.append((name, proposer, k, done))
-    print("\n[engine] SmolLM2 on lavapipe, 24 greedy tokens (one run, same process, prompt prefilled before every arm):")
+    print(
+        "\n[engine] SmolLM2 on lavapipe, 24 greedy tokens (one run, same process, prompt prefilled before every arm):"
+    )
     print("| prompt | proposer | k | tokens/call | tokens/s | accepted/proposed |")
     for name, proposer, k, done in rows:
         s = done["speculative"]
-        print(f"| {name} | {proposer} | {k} | {s['tokens_per_champion_call']:.2f} | {s['tokens_per_second']:.2f} | "
-              f"{s['accepted']}/{s['proposed']} | {s.get('auto', {}).get('chose', '')} |")
+        print(
+            f"| {name} | {proposer} | {k} | {s['tokens_per_champion_call']:.2f} | {s['tokens_per_second']:.2f} | "
+            f"{s['accepted']}/{s['proposed']} | {s.get('auto', {}).get('chose', '')} |"
+        )
     lookup_rewrite = [d for n, p, k, d in rows if n == "rewrite" and p == "prompt_lookup" and k == 8][0]
     assert lookup_rewrite["speculative"]["tokens_per_champion_call"] > 2.0  # long copied runs were accepted
 
 
 # ---- distribution on the synthetic model --------------------------------------------------------------
 
-def exact_first_tokens(champion: GPUChampion, prompt: list[int], settings: SamplingSettings, depth: int = 3, eos=(2,)) -> dict:
+
+def exact_first_tokens(
+    champion: GPUChampion, prompt: list[int], settings: SamplingSettings, depth: int = 3, eos=(2,)
+) -> dict:
     """P(first `depth` tokens) from the champion's own logits and the Python processors (an answer
     that ends with EOS earlier is a shorter sequence)."""
     law = {(): 1.0}
@@ -143,15 +153,17 @@ def test_first_three_tokens_follow_the_champion_law(synth_engine, drafting_pays,
     if proposer != "none":
         assert sum(proposals) > 0, "speculation never proposed anything"
     statistic = chi_square_statistic(plan, counts)
-    print(f"\n[engine] {proposer}: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={SAMPLES}")
+    print(
+        f"\n[engine] {proposer}: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} "
+        f"n={SAMPLES}"
+    )
     assert statistic <= plan.threshold
 
 
 def sharp_self_draft(synth_package):
     """A draft that is the champion itself (numpy reference): q overlaps p a lot but
     is sharper (temperature 0.3), so rejections are common and the residual differs strongly from p."""
-    from build_tools.reference import CachedLogits, ReferenceModel
-    from build_tools.reference import read_champion
+    from build_tools.reference import CachedLogits, ReferenceModel, read_champion
     from pyodide_app.proposers import ModelDraft
 
     config, tensors = read_champion(synth_package)
@@ -164,9 +176,14 @@ def test_wrong_residual_is_detected_by_the_same_test(gpu, synth_package, negativ
 
     engine = load_engine(synth_package, context_limit=256, gpu=gpu)
     manifest = json.loads((synth_package / "manifest.json").read_text())
-    engine.champion = GPUChampion(gpu, manifest, lambda n: (synth_package / n).read_bytes(),
-                                  lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), context_limit=256,
-                                  negative_control=negative_control)
+    engine.champion = GPUChampion(
+        gpu,
+        manifest,
+        lambda n: (synth_package / n).read_bytes(),
+        lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+        context_limit=256,
+        negative_control=negative_control,
+    )
     draft = sharp_self_draft(synth_package)
     engine._proposer = lambda request: draft  # the same chi-square test, with a draft that rejects often
     content = "the capital of france is paris. the capital of"
@@ -176,24 +193,30 @@ def test_wrong_residual_is_detected_by_the_same_test(gpu, synth_package, negativ
     plan = plan_chi_square(law, samples, 1e-3)
     statistic = chi_square_statistic(plan, sampled_first_tokens(engine, content, "neural", samples))
     label = "wrong" if negative_control else "exact"
-    print(f"\n[engine] sharp self-draft, {label} residual: chi2={statistic:.2f} df={plan.degrees_of_freedom} "
-          f"threshold={plan.threshold:.2f} n={samples}")
+    print(
+        f"\n[engine] sharp self-draft, {label} residual: chi2={statistic:.2f} df={plan.degrees_of_freedom} "
+        f"threshold={plan.threshold:.2f} n={samples}"
+    )
     assert (statistic > plan.threshold) == negative_control
 
 
 # ---- settings, faults, cancellation, receipts ----------------------------------------------------------
 
-@pytest.mark.parametrize("change, error", [
-    ({"speculative": {"proposer": "prompt_lookup", "k": 9}}, InvalidSettings),
-    ({"temperature": -0.5}, InvalidSettings),
-    ({"top_p": 0.0}, InvalidSettings),
-    ({"top_p": 1.5}, InvalidSettings),
-    ({"max_tokens": 0}, InvalidSettings),
-    ({"speculative": {"proposer": "magic"}}, InvalidSettings),
-    ({"speculative": {"proposer": "auto", "adaptive": True}}, InvalidSettings),
-    ({"unknown_field": 1}, InvalidSettings),
-    ({"messages": [{"role": "user", "content": "word " * 400}]}, PromptTooLong),
-])
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        ({"speculative": {"proposer": "prompt_lookup", "k": 9}}, InvalidSettings),
+        ({"temperature": -0.5}, InvalidSettings),
+        ({"top_p": 0.0}, InvalidSettings),
+        ({"top_p": 1.5}, InvalidSettings),
+        ({"max_tokens": 0}, InvalidSettings),
+        ({"speculative": {"proposer": "magic"}}, InvalidSettings),
+        ({"speculative": {"proposer": "auto", "adaptive": True}}, InvalidSettings),
+        ({"unknown_field": 1}, InvalidSettings),
+        ({"messages": [{"role": "user", "content": "word " * 400}]}, PromptTooLong),
+    ],
+)
 def test_invalid_requests_fail_before_any_work(synth_engine, change, error):
     calls = synth_engine.champion.calls
     request = {"messages": [{"role": "user", "content": "hi"}], **change}
@@ -285,8 +308,13 @@ def test_gpu_error_is_a_visible_error(synth_engine):
 def test_cancellation_mid_round_then_the_next_request_matches_a_fresh_engine(gpu, synth_package, synth_engine):
     from pyodide_app.native.loader import load_engine
 
-    request = {"messages": [{"role": "user", "content": "what is the capital of france?"}], "max_tokens": 14,
-               "temperature": 1.0, "seed": 11, "speculative": {"proposer": "neural", "k": 3}}
+    request = {
+        "messages": [{"role": "user", "content": "what is the capital of france?"}],
+        "max_tokens": 14,
+        "temperature": 1.0,
+        "seed": 11,
+        "speculative": {"proposer": "neural", "k": 3},
+    }
     cancel = CancelToken()
     real = synth_engine.draft_runtime
 
@@ -313,8 +341,11 @@ def test_stop_strings_end_the_answer_and_are_not_shown(synth_engine):
     text = full["text"]
     # A 3-character stop string of plain ASCII (random output also decodes invalid bytes to U+FFFD,
     # which has no bytes in the token stream to match), occurring first after a few characters.
-    start = next(i for i in range(3, len(text) - 3) if text[i : i + 3].isascii() and text[i : i + 3].isprintable()
-                 and text.find(text[i : i + 3]) == i)
+    start = next(
+        i
+        for i in range(3, len(text) - 3)
+        if text[i : i + 3].isascii() and text[i : i + 3].isprintable() and text.find(text[i : i + 3]) == i
+    )
     stop = text[start : start + 3]
     done = chat(synth_engine, "hello world", "prompt_lookup", 4, max_tokens=20, temperature=0, stop=[stop])
     assert done["finish_reason"] == "stop"
@@ -359,10 +390,26 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
 
 
 def test_adaptive_k_is_reproducible(synth_engine):
-    first = chat(synth_engine, "the the the the the", "neural", 2, max_tokens=16, temperature=1.0, seed=5,
-                 speculative={"proposer": "neural", "k": 2, "adaptive": True})
-    second = chat(synth_engine, "the the the the the", "neural", 2, max_tokens=16, temperature=1.0, seed=5,
-                  speculative={"proposer": "neural", "k": 2, "adaptive": True})
+    first = chat(
+        synth_engine,
+        "the the the the the",
+        "neural",
+        2,
+        max_tokens=16,
+        temperature=1.0,
+        seed=5,
+        speculative={"proposer": "neural", "k": 2, "adaptive": True},
+    )
+    second = chat(
+        synth_engine,
+        "the the the the the",
+        "neural",
+        2,
+        max_tokens=16,
+        temperature=1.0,
+        seed=5,
+        speculative={"proposer": "neural", "k": 2, "adaptive": True},
+    )
     assert first["tokens"] == second["tokens"]
     assert first["speculative"]["proposed"] == second["speculative"]["proposed"]
     assert first["speculative"]["adaptive"] is True
@@ -380,22 +427,62 @@ def test_receipts_hold_no_prompt_or_output_text(synth_engine):
     tokens = synth_engine.tokenizer.encode(secret)
     assert json.dumps(tokens)[1:-1] not in receipt and json.dumps(done["tokens"])[1:-1] not in receipt
     assert done["receipt"]["counts"]["completion_tokens"] == len(done["tokens"])
-    assert set(done["receipt"]) >= {"champion_weights", "tokenizer", "chat_template", "sampling_policy", "accepted_histogram",
-                                    "timings_s", "failure_code", "fallback_code"}
+    assert set(done["receipt"]) >= {
+        "champion_weights",
+        "tokenizer",
+        "chat_template",
+        "sampling_policy",
+        "accepted_histogram",
+        "timings_s",
+        "failure_code",
+        "fallback_code",
+    }
 
 
 def test_cli_json_and_samples(synth_package):
     result = subprocess.run(
-        [sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "hello world",
-         "--mode", "prompt_lookup", "--k", "3", "--temperature", "1", "--seed", "7", "--samples", "3", "--max-tokens", "6",
-         "--context", "128", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pyodide_app",
+            "generate",
+            "--model",
+            str(synth_package),
+            "--prompt",
+            "hello world",
+            "--mode",
+            "prompt_lookup",
+            "--k",
+            "3",
+            "--temperature",
+            "1",
+            "--seed",
+            "7",
+            "--samples",
+            "3",
+            "--max-tokens",
+            "6",
+            "--context",
+            "128",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert [s["seed"] for s in out["samples"]] == [7, 8, 9]
     assert all(len(s["tokens"]) == 6 for s in out["samples"])
     assert out["stats"]["samples"] == 3 and out["stats"]["tokens_per_champion_call"] >= 1
-    bad = subprocess.run([sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "x",
-                          "--k", "99"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    bad = subprocess.run(
+        [sys.executable, "-m", "pyodide_app", "generate", "--model", str(synth_package), "--prompt", "x", "--k", "99"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: k must be an integer in [0, 8], got 99"]
 
 
@@ -406,8 +493,13 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
     from pyodide_app.native.loader import load_engine
 
     cpu_engine = load_engine(synth_package, context_limit=256, backend="cpu")
-    request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 16,
-               "temperature": temperature, "seed": 5, "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 4}}
+    request = {
+        "messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}],
+        "max_tokens": 16,
+        "temperature": temperature,
+        "seed": 5,
+        "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 4},
+    }
     on_cpu, on_gpu = list(cpu_engine.chat(request))[-1], list(synth_engine.chat(request))[-1]
     assert on_cpu["tokens"] == on_gpu["tokens"]
     for done in (on_cpu, on_gpu):
@@ -416,8 +508,12 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
 
 
 def test_forget_context_only_drops_the_cached_prefix(synth_engine):
-    request = {"messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}], "max_tokens": 12,
-               "temperature": 0, "speculative": {"proposer": "neural", "k": 3}}
+    request = {
+        "messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}],
+        "max_tokens": 12,
+        "temperature": 0,
+        "speculative": {"proposer": "neural", "k": 3},
+    }
     first = list(synth_engine.chat(request))[-1]["tokens"]
     assert synth_engine.champion.kv_tokens and synth_engine.draft_runtime.cached
     synth_engine.forget_context()

@@ -61,10 +61,18 @@ CASES = [
     Case("draft_temperature_two", draft=SamplingSettings(temperature=2)),
     Case("top_k", target=SamplingSettings(top_k=2), draft=SamplingSettings(top_k=1)),
     Case("top_p", target=SamplingSettings(top_p=Fraction(1, 2)), draft=SamplingSettings(top_p=Fraction(3, 4))),
-    Case("repetition_penalty", target=SamplingSettings(repetition_penalty=2), draft=SamplingSettings(repetition_penalty=Fraction(1, 2))),
+    Case(
+        "repetition_penalty",
+        target=SamplingSettings(repetition_penalty=2),
+        draft=SamplingSettings(repetition_penalty=Fraction(1, 2)),
+    ),
     Case("greedy_target", target=SamplingSettings(temperature=0)),
     Case("greedy_draft", draft=SamplingSettings(temperature=0)),
-    Case("all_processors_both_sides", target=SamplingSettings(temperature=2, top_k=3, top_p=Fraction(2, 3), repetition_penalty=2), draft=SamplingSettings(temperature=Fraction(1, 2), top_k=2, top_p=Fraction(3, 4))),
+    Case(
+        "all_processors_both_sides",
+        target=SamplingSettings(temperature=2, top_k=3, top_p=Fraction(2, 3), repetition_penalty=2),
+        draft=SamplingSettings(temperature=Fraction(1, 2), top_k=2, top_p=Fraction(3, 4)),
+    ),
     Case("eos_inside_horizon", eos=True),
 ]
 PROMPT_LOOKUP_CASES = ["random", "top_p", "greedy_target", "eos_inside_horizon", "all_processors_both_sides"]
@@ -133,7 +141,9 @@ def make_proposer(kind: str, case: Case, draft: TableModel):
     if kind == "hybrid":  # lookup on a 2-gram match, else the model draft: the law switches per round
         return HybridProposer(ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=2))
     if kind == "auto":  # the scheduler: source and k from a hash of the published context, per round
-        return AutoProposer(ContextHashPolicy(), ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=1))
+        return AutoProposer(
+            ContextHashPolicy(), ModelDraft(draft, case.draft, ops=EXACT), PromptLookup(n_max=2, n_min=1)
+        )
     return ModelDraft(draft, case.draft, ops=EXACT)
 
 
@@ -160,7 +170,23 @@ def _full_target_resample(target_row, draft_row):
 
 @pytest.mark.parametrize("vocab, k", SIZES)
 # Not disjoint supports or a greedy target: there the residual *is* p, and the control is right.
-@pytest.mark.parametrize("case", [c for c in CASES if c.name in ("random", "draft_temperature_two", "target_temperature_half", "zero_draft_mass", "repetition_penalty", "top_k")], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case",
+    [
+        c
+        for c in CASES
+        if c.name
+        in (
+            "random",
+            "draft_temperature_two",
+            "target_temperature_half",
+            "zero_draft_mass",
+            "repetition_penalty",
+            "top_k",
+        )
+    ],
+    ids=lambda c: c.name,
+)
 def test_negative_control_is_detected(vocab, k, case, monkeypatch):
     horizon = k + 1
     target, draft = build_models(case, vocab, horizon, seed=fixture_seed(vocab, k, case))

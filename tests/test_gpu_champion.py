@@ -40,9 +40,15 @@ def gpu():
 
 def load(gpu, package: Path, context_limit: int, kernels: str = "auto") -> GPUChampion:
     manifest = json.loads((package / "manifest.json").read_text())
-    return GPUChampion(gpu, manifest, lambda name: (package / name).read_bytes(),
-                       lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=K_MAX, context_limit=context_limit,
-                       kernels=kernels)
+    return GPUChampion(
+        gpu,
+        manifest,
+        lambda name: (package / name).read_bytes(),
+        lambda name: (SHADERS / f"{name}.wgsl").read_text(),
+        k_max=K_MAX,
+        context_limit=context_limit,
+        kernels=kernels,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +105,10 @@ def test_synthetic_logits_match_the_reference_for_every_t(synth_each, position):
         gpu_rows = np.array(champion.read_logits(rows))
         expected = reference.forward(tokens, cache, position)
         worst = max(worst, float(np.abs(gpu_rows - expected).max()))
-    print(f"\n[gpu] synthetic, {champion.kernel_family} kernels, position {position}: max |logit diff| vs numpy over T = 1..{K_MAX + 1}: {worst:.2e}")
+    print(
+        f"\n[gpu] synthetic, {champion.kernel_family} kernels, position {position}: max |logit diff| vs numpy over T = "
+        f"1..{K_MAX + 1}: {worst:.2e}"
+    )
     assert worst <= 1e-4
 
 
@@ -245,7 +254,9 @@ def test_verify_kernel_decisions_equal_the_python_reference(synth, name):
         kind = ("point", "full", "reduced")[trial % 3]
         rows, drafts, q_rows = draft_fixture(vocab, rng, k, kind)
         context = (1, 2, 3, 4)  # no draft in the committed context: only the round's own drafts penalise them
-        request = VerifyRequest(context, len(context) - 1, tuple(drafts), q_rows if k else (), trial, settings, SeededDraws(1000 + trial))
+        request = VerifyRequest(
+            context, len(context) - 1, tuple(drafts), q_rows if k else (), trial, settings, SeededDraws(1000 + trial)
+        )
         on_gpu = champion.verify_logits(rows, request)
         reference = decide(rows, request)
         assert on_gpu == reference, f"trial {trial} ({kind}, k={k})"
@@ -299,6 +310,7 @@ def test_non_finite_logits_are_a_named_failure(synth, bad):
 
 # ---- where the two verifiers could disagree: each edge case decided the same way by both ---------------
 
+
 def both(champion, rows, request):
     """The device's decision, checked equal to the Python verifier's (the CPU champion path)."""
     on_gpu = champion.verify_logits(rows, request)
@@ -330,8 +342,10 @@ def test_top_p_compares_against_the_same_f32_threshold(synth):
     tied = list(range(100, 110))
     for token in tied:
         row[token] = 0.0
-    seen = Counter(both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_p=0.9), SeededDraws(s))).terminal
-                   for s in range(60))
+    seen = Counter(
+        both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_p=0.9), SeededDraws(s))).terminal
+        for s in range(60)
+    )
     assert set(seen) <= set(tied[:9]) and len(seen) >= 6
 
 
@@ -340,8 +354,10 @@ def test_minus_zero_and_zero_tie_in_top_k(synth):
     champion, _ = synth
     row = [-200.0] * champion.vocab_size
     row[5], row[10], row[20] = -0.0, 0.0, 1.0
-    seen = Counter(both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_k=2), SeededDraws(s))).terminal
-                   for s in range(40))
+    seen = Counter(
+        both(champion, [row], VerifyRequest((1, 2), 1, (), (), 0, SamplingSettings(top_k=2), SeededDraws(s))).terminal
+        for s in range(40)
+    )
     assert set(seen) == {5, 20}
 
 
@@ -428,11 +444,15 @@ def test_device_sampling_distributions_pass_chi_square(synth, case):
             if decision.kind == "correction":
                 counts[decision.terminal] += 1
     statistic = chi_square_statistic(plan, counts)
-    print(f"\n[gpu] {case} sampling: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={samples}")
+    print(
+        f"\n[gpu] {case} sampling: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} "
+        f"n={samples}"
+    )
     assert statistic <= plan.threshold
 
 
 # ---- end to end on the synthetic model -----------------------------------------------------------------
+
 
 def run_tokens(champion, proposer, prompt, settings, k=4, max_new=24, seed=3):
     config = GenerationConfig(max_new_tokens=max_new, k=k, settings=settings, seed=seed)
@@ -451,6 +471,7 @@ def test_greedy_speculation_on_the_gpu_equals_champion_alone(synth_each):
 
 
 # ---- the real model -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def real_reference(real_package):
@@ -483,8 +504,11 @@ def test_real_model_teacher_forced_top1_agrees_with_the_reference(real):
                 else:
                     margins.append(float(top2[1] - top2[0]))
     rate = agree / total
-    print(f"\n[gpu] SmolLM2 ({champion.kernel_family} kernels) teacher-forced top-1 agreement with numpy: {agree}/{total} = {rate:.4f}; "
-          f"disagreement margins: {[round(m, 4) for m in margins]}")
+    print(
+        f"\n[gpu] SmolLM2 ({champion.kernel_family} kernels) teacher-forced top-1 agreement with numpy: "
+        f"{agree}/{total} = {rate:.4f}; "
+        f"disagreement margins: {[round(m, 4) for m in margins]}"
+    )
     assert rate >= 0.995
     assert all(m < 0.01 for m in margins)
 
@@ -492,7 +516,16 @@ def test_real_model_teacher_forced_top1_agrees_with_the_reference(real):
 def test_real_model_greedy_generation_matches_the_golden_vectors(real):
     champion, _, golden = real
     for case in golden["cases"]:
-        tokens = run_tokens(champion, NoProposer(), case["prompt_ids"], SamplingSettings(temperature=0), k=0,
-                            max_new=len(case["greedy"]))
-        print(f"\n[gpu] {case['messages'][0]['content'][:40]!r}: {len(tokens)} tokens, identical: {tokens == case['greedy']}")
+        tokens = run_tokens(
+            champion,
+            NoProposer(),
+            case["prompt_ids"],
+            SamplingSettings(temperature=0),
+            k=0,
+            max_new=len(case["greedy"]),
+        )
+        print(
+            f"\n[gpu] {case['messages'][0]['content'][:40]!r}: {len(tokens)} tokens, identical: "
+            f"{tokens == case['greedy']}"
+        )
         assert tokens == case["greedy"]

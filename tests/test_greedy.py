@@ -13,9 +13,9 @@ import random
 import pytest
 
 from pyodide_app.champion import ReferenceChampion
+from pyodide_app.costs import fixed_costs
 from pyodide_app.orchestrator import Emitted, Finished, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings
-from pyodide_app.costs import fixed_costs
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.proposers.auto import AutoProposer, CostPolicy
 from pyodide_app.table_model import TableModel
@@ -53,9 +53,12 @@ def proposers_for(model: TableModel, settings: SamplingSettings, rng: random.Ran
         "perfect_draft": ModelDraft(model, settings),  # the champion itself: every draft is right
         "hybrid": HybridProposer(ModelDraft(other, SamplingSettings(temperature=1.0)), PromptLookup(n_max=3, n_min=2)),
         # auto, with arbitrary state-based choices and with the cost policy on costs where drafting pays
-        "auto_hash": AutoProposer(ContextHashPolicy(rng.randrange(1 << 30)), ModelDraft(other, SamplingSettings(temperature=1.0))),
-        "auto_cost": AutoProposer(CostPolicy(fixed_costs([10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14], 0.5)),
-                                  ModelDraft(model, settings)),
+        "auto_hash": AutoProposer(
+            ContextHashPolicy(rng.randrange(1 << 30)), ModelDraft(other, SamplingSettings(temperature=1.0))
+        ),
+        "auto_cost": AutoProposer(
+            CostPolicy(fixed_costs([10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14], 0.5)), ModelDraft(model, settings)
+        ),
     }
 
 
@@ -78,7 +81,9 @@ def test_greedy_speculation_matches_champion_alone(seed):
 
     for name, proposer in proposers_for(model, settings, rng).items():
         for k in K_VALUES:
-            config = GenerationConfig(max_new_tokens=max_new, k=k, settings=settings, eos_ids=eos, stop_strings=stops, seed=seed)
+            config = GenerationConfig(
+                max_new_tokens=max_new, k=k, settings=settings, eos_ids=eos, stop_strings=stops, seed=seed
+            )
             tokens, end = run(model, proposer, config, prompt, context_limit)
             assert tokens == expected, f"{name} k={k}"
             assert end.reason == expected_end.reason, f"{name} k={k}"

@@ -51,7 +51,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for succ in sorted(edges[node]):
             if state.get(succ) == "open":
-                found.append(stack[stack.index(succ):] + [succ])
+                found.append(stack[stack.index(succ) :] + [succ])
             elif succ not in state:
                 visit(succ)
         stack.pop()
@@ -66,7 +66,12 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_the_runtime_never_imports_the_build_layer():
     edges = import_edges()
     assert len(edges) > 40  # the walk found the packages
-    wrong = sorted((a, b) for a, targets in edges.items() for b in targets if a.startswith("pyodide_app") and b.startswith("build_tools"))
+    wrong = sorted(
+        (a, b)
+        for a, targets in edges.items()
+        for b in targets
+        if a.startswith("pyodide_app") and b.startswith("build_tools")
+    )
     assert wrong == []
 
 

@@ -33,8 +33,19 @@ def test_verify_kernel_names_every_code():
 
 def test_pack_uses_wgsl_layout():
     assert PARAMS.size == 16 and VERIFY.size == 48 and RESULT_BYTES == VERIFY_RESULT.size == 20
-    data = VERIFY.pack(drafts=3, greedy=0, draft_kind=DraftKind.REDUCED_ROWS, reduced=7, temperature=0.7, top_p=0.9,
-                       penalty=1.1, top_k=40, seed_lo=5, seed_hi=6, round=9)
+    data = VERIFY.pack(
+        drafts=3,
+        greedy=0,
+        draft_kind=DraftKind.REDUCED_ROWS,
+        reduced=7,
+        temperature=0.7,
+        top_p=0.9,
+        penalty=1.1,
+        top_k=40,
+        seed_lo=5,
+        seed_hi=6,
+        round=9,
+    )
     words = struct.unpack("<4I3fI4I", data)
     assert words[:4] == (3, 0, 2, 7) and words[7:] == (40, 5, 6, 9, 0)
     assert words[4] == pytest.approx(0.7) and words[6] == pytest.approx(1.1)
@@ -52,5 +63,8 @@ def test_declarations_hold_every_struct_and_code():
     declarations = wgsl_declarations()
     for s in STRUCTS:
         assert s.wgsl() in declarations
-    assert "const DRAFT_POINT_MASSES: u32 = 3u;" in declarations and "const STATUS_DRAFT_NUMERIC: u32 = 3u;" in declarations
+    assert (
+        "const DRAFT_POINT_MASSES: u32 = 3u;" in declarations
+        and "const STATUS_DRAFT_NUMERIC: u32 = 3u;" in declarations
+    )
     assert "const RESULT_CORRECTION: u32 = 2u;" in declarations

@@ -35,7 +35,11 @@ def gpu():
 
 
 def upload(gpu, tensor):
-    entry = {"format": tensor.format, "shape": list(tensor.shape), "parts": [{"shard": "s", "offset": 0, "bytes": np.asarray(tensor.data).nbytes}]}
+    entry = {
+        "format": tensor.format,
+        "shape": list(tensor.shape),
+        "parts": [{"shard": "s", "offset": 0, "bytes": np.asarray(tensor.data).nbytes}],
+    }
     uploader = WeightUploader(gpu, {"w": entry}, shader("repack"))
     try:
         return uploader.upload("w", entry, lambda part: np.asarray(tensor.data).tobytes())
@@ -58,7 +62,9 @@ def test_repack_copies_every_block_exactly(gpu, fmt):
     want_scales = np.zeros((len(raw), 4), np.uint8)
     want_scales[:, :scale_bytes] = raw[:, :scale_bytes]
     quants = np.frombuffer(gpu.read_buffer(on_gpu.buffer, 0, on_gpu.quant_bytes), np.uint8).reshape(len(raw), -1)
-    scales = np.frombuffer(gpu.read_buffer(on_gpu.buffer, on_gpu.scale_offset, len(raw) * 4), np.uint8).reshape(len(raw), 4)
+    scales = np.frombuffer(gpu.read_buffer(on_gpu.buffer, on_gpu.scale_offset, len(raw) * 4), np.uint8).reshape(
+        len(raw), 4
+    )
     assert quants.shape[1] == QUANT_BYTES[fmt]
     assert np.array_equal(quants, raw[:, scale_bytes:]), "quant bytes moved or changed"
     assert np.array_equal(scales, want_scales), "scale words differ from the blocks' f16 fields"
@@ -80,7 +86,14 @@ class MatmulRig:
         self.x = gpu.create_buffer(T_MAX * K * 4, "x", usage="storage+uniform")
         self.y = gpu.create_buffer(T_MAX * N * 4, "y")
         x_binding = Binding(self.x, 0, self.x_vec4s * 16) if uniform_activations else Binding(self.x)
-        bindings = [Binding(self.params), Binding(shape), x_binding, self.weight.quants(), self.weight.scales(), Binding(self.y)]
+        bindings = [
+            Binding(self.params),
+            Binding(shape),
+            x_binding,
+            self.weight.quants(),
+            self.weight.scales(),
+            Binding(self.y),
+        ]
         self.steps = {}
         for add in (False, True):
             entry = f"matmul_{fmt}{'_add' if add else ''}"
@@ -101,8 +114,12 @@ class MatmulRig:
         return np.frombuffer(self.gpu.read_buffer(self.y, 0, rows * N * 4), np.float32).reshape(rows, N)
 
 
-CASES = [(family, fmt, uniform) for family in KERNEL_FAMILIES for fmt in ("q4_1", "q8_0")
-         for uniform in ((True, False) if family == "columns" else (False,))]
+CASES = [
+    (family, fmt, uniform)
+    for family in KERNEL_FAMILIES
+    for fmt in ("q4_1", "q8_0")
+    for uniform in ((True, False) if family == "columns" else (False,))
+]
 
 
 @pytest.mark.parametrize("family,fmt,uniform", CASES)
@@ -118,7 +135,9 @@ def test_matmul_family_matches_float64_and_is_batch_invariant(gpu, family, fmt, 
     full_add = rig.run(x, y0)
     assert np.all(np.abs(full_add - (y0 + x.astype(np.float64) @ w.T)) <= 1e-5 * scale + 1e-5), "_add form wrong"
     for rows in range(1, T_MAX):
-        assert np.array_equal(rig.run(x[:rows]).view(np.uint32), full[:rows].view(np.uint32)), f"rows change at T={rows}"
+        assert np.array_equal(rig.run(x[:rows]).view(np.uint32), full[:rows].view(np.uint32)), (
+            f"rows change at T={rows}"
+        )
         assert np.array_equal(rig.run(x[:rows], y0[:rows]).view(np.uint32), full_add[:rows].view(np.uint32))
     for t in range(T_MAX):  # a row alone, in the first slot
         assert np.array_equal(rig.run(x[t : t + 1]).view(np.uint32), full[t : t + 1].view(np.uint32)), f"row {t} alone"

@@ -100,5 +100,8 @@ def test_negative_control_fails_chi_square(monkeypatch):
     orchestrator, plan = run_case(target_settings, draft_settings, kind, k, vocab, seed=11)
     monkeypatch.setattr(acceptance, "positive_residual", _full_target_resample)
     statistic = chi_square_statistic(plan, sample_outputs(orchestrator, SAMPLES, base_seed=1_000))
-    print(f"negative control: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} n={SAMPLES}")
+    print(
+        f"negative control: chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} "
+        f"n={SAMPLES}"
+    )
     assert statistic > plan.threshold

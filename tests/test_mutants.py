@@ -51,9 +51,17 @@ def run_battery(folder: Path) -> subprocess.CompletedProcess:
 def pristine(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("pristine")
     copy_tree(folder)
-    imported = subprocess.run([sys.executable, "-c", "import pyodide_app, build_tools; print(pyodide_app.__file__, build_tools.__file__)"],
-                              cwd=folder, capture_output=True, text=True, env=environment())
-    assert imported.stdout.split() == [str(folder / "pyodide_app" / "__init__.py"), str(folder / "build_tools" / "__init__.py")], imported
+    imported = subprocess.run(
+        [sys.executable, "-c", "import pyodide_app, build_tools; print(pyodide_app.__file__, build_tools.__file__)"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=environment(),
+    )
+    assert imported.stdout.split() == [
+        str(folder / "pyodide_app" / "__init__.py"),
+        str(folder / "build_tools" / "__init__.py"),
+    ], imported
     return folder
 
 
@@ -63,7 +71,9 @@ def test_the_battery_passes_on_the_unmutated_copy(pristine, tmp_path):
     folder = tmp_path / "tree"
     shutil.copytree(pristine, folder, symlinks=True)
     result = run_battery(folder)
-    assert result.returncode == 0, f"the battery fails without a mutant:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    assert result.returncode == 0, (
+        f"the battery fails without a mutant:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    )
 
 
 def test_every_mutant_applies_to_the_current_code():
@@ -82,9 +92,13 @@ def test_mutant_is_caught(pristine, tmp_path, mutant: Mutant):
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
     verdict = "caught" if result.returncode == 1 and failed else "SURVIVED"
     RESULTS[mutant.name] = verdict
-    print(f"\n[mutant] {mutant.name}: {verdict} in {time.perf_counter() - started:.0f} s "
-          f"by {failed[0][7:].split(' - ')[0] if failed else '-'} ({mutant.bug})")
+    print(
+        f"\n[mutant] {mutant.name}: {verdict} in {time.perf_counter() - started:.0f} s "
+        f"by {failed[0][7:].split(' - ')[0] if failed else '-'} ({mutant.bug})"
+    )
     caught = sum(v == "caught" for v in RESULTS.values())
     print(f"[mutants] mutants: {len(RESULTS)}, caught: {caught}")
     assert result.returncode == 1 and failed, (
-        f"mutant {mutant.name} ({mutant.bug}) survived the battery: exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+        f"mutant {mutant.name} ({mutant.bug}) survived the battery: exit "
+        f"{result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    )

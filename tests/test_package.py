@@ -51,7 +51,9 @@ def test_shards_respect_the_size_limit_and_alignment(real_package):
     formats = {t["format"] for t in manifest["champion"]["tensors"].values()}
     assert formats == {"q4_1", "q8_0", "f32"}
     assert manifest["generation"] == {"bos_id": 1, "eos_ids": [2], "context_limit": 8192}
-    assert manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["config"]["n_layers"] == 2  # the distilled draft
+    assert (
+        manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["config"]["n_layers"] == 2
+    )  # the distilled draft
 
 
 def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package, tmp_path):
@@ -69,19 +71,22 @@ def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package,
     assert run_build_tools("check", str(broken)).returncode == 0
 
 
-@pytest.mark.parametrize("damage, named", [
-    ("truncate_shard", "champion-000.bin"),
-    ("truncate_onnx", "draft.onnx"),
-    ("delete_tokenizer", "tokenizer.json"),
-    ("edit_offset", "blk.0.attn_q.weight"),
-    ("edit_hash_to_match_corruption", "champion-000.bin"),
-    ("edit_identity", "tokenizer"),
-    ("edit_draft_identity", "draft"),
-    ("bad_json", "manifest.json"),
-    ("wrong_schema", "manifest.json"),
-    ("edit_id_map_duplicate", "draft.id_map (draft.onnx): id 4 appears more than once"),
-    ("edit_id_map_range", "draft.id_map (draft.onnx): id 99999 is outside the vocabulary"),
-])
+@pytest.mark.parametrize(
+    "damage, named",
+    [
+        ("truncate_shard", "champion-000.bin"),
+        ("truncate_onnx", "draft.onnx"),
+        ("delete_tokenizer", "tokenizer.json"),
+        ("edit_offset", "blk.0.attn_q.weight"),
+        ("edit_hash_to_match_corruption", "champion-000.bin"),
+        ("edit_identity", "tokenizer"),
+        ("edit_draft_identity", "draft"),
+        ("bad_json", "manifest.json"),
+        ("wrong_schema", "manifest.json"),
+        ("edit_id_map_duplicate", "draft.id_map (draft.onnx): id 4 appears more than once"),
+        ("edit_id_map_range", "draft.id_map (draft.onnx): id 99999 is outside the vocabulary"),
+    ],
+)
 def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, damage, named):
     pkg = copy_package(synth_package, tmp_path)
     manifest_path = pkg / "manifest.json"
@@ -136,15 +141,23 @@ def test_truncated_gguf_is_refused_and_nothing_is_written(tmp_path):
 def test_unknown_architecture_is_refused(tmp_path):
     champion, _ = synth_models(1)
     path = write_gguf(champion, tmp_path / "qwen.gguf", architecture="qwen2")
-    assert_one_line_error(run_build_tools("package", "--champion", str(path), "--out", str(tmp_path / "o")), "qwen2", "llama only")
+    assert_one_line_error(
+        run_build_tools("package", "--champion", str(path), "--out", str(tmp_path / "o")), "qwen2", "llama only"
+    )
     folder = write_hf_folder(champion, tmp_path / "hf", model_type="gpt2")
-    assert_one_line_error(run_build_tools("package", "--champion", str(folder), "--out", str(tmp_path / "o")), "gpt2", "llama only")
+    assert_one_line_error(
+        run_build_tools("package", "--champion", str(folder), "--out", str(tmp_path / "o")), "gpt2", "llama only"
+    )
 
 
 def test_missing_tensor_is_named(tmp_path):
     champion, _ = synth_models(1)
     path = write_gguf(champion, tmp_path / "m.gguf", drop="blk.1.ffn_up.weight")
-    assert_one_line_error(run_build_tools("package", "--champion", str(path), "--out", str(tmp_path / "o")), "blk.1.ffn_up.weight", "missing")
+    assert_one_line_error(
+        run_build_tools("package", "--champion", str(path), "--out", str(tmp_path / "o")),
+        "blk.1.ffn_up.weight",
+        "missing",
+    )
 
 
 def test_gguf_source_packages_to_the_same_weights(tmp_path):
@@ -164,17 +177,23 @@ def test_gguf_source_packages_to_the_same_weights(tmp_path):
 def test_draft_with_a_different_tokenizer_or_template_is_refused(tmp_path):
     champion, draft = synth_models(2)
     other_tokenizer = dict(tiny_tokenizer())
-    other_tokenizer["merges"] = other_tokenizer["merges"][:-2] + other_tokenizer["merges"][-1:] + other_tokenizer["merges"][-2:-1]
+    other_tokenizer["merges"] = (
+        other_tokenizer["merges"][:-2] + other_tokenizer["merges"][-1:] + other_tokenizer["merges"][-2:-1]
+    )
     draft_folder = tmp_path / "draft.gguf"
     mismatched = type(draft)(draft.origin, draft.config, other_tokenizer, draft.chat_template, draft.tensors)
     with pytest.raises(SourceError, match="tokenizer"):
         build_package(champion, tmp_path / "o1", DraftPlan("model", mismatched, 1, "x"), lambda p, f: {})
-    retemplated = type(draft)(draft.origin, draft.config, draft.tokenizer, draft.chat_template.replace("tiny", "small"), draft.tensors)
+    retemplated = type(draft)(
+        draft.origin, draft.config, draft.tokenizer, draft.chat_template.replace("tiny", "small"), draft.tensors
+    )
     with pytest.raises(SourceError, match="chat template"):
         build_package(champion, tmp_path / "o2", DraftPlan("model", retemplated, 1, "x"), lambda p, f: {})
     champion_gguf = write_gguf(champion, tmp_path / "c.gguf")
     write_gguf(retemplated, draft_folder)
-    result = run_build_tools("package", "--champion", str(champion_gguf), "--draft", str(draft_folder), "--out", str(tmp_path / "o3"))
+    result = run_build_tools(
+        "package", "--champion", str(champion_gguf), "--draft", str(draft_folder), "--out", str(tmp_path / "o3")
+    )
     assert_one_line_error(result, "draft.gguf", "chat template")
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()
 
@@ -197,4 +216,6 @@ def test_output_folder_holding_a_different_package_is_refused_untouched(synth_pa
 def test_bad_self_draft_spec(tmp_path):
     champion, _ = synth_models(1)
     path = write_gguf(champion, tmp_path / "m.gguf")
-    assert_one_line_error(run_build_tools("package", "--champion", str(path), "--draft", "self:9", "--out", str(tmp_path / "o")), "self:9")
+    assert_one_line_error(
+        run_build_tools("package", "--champion", str(path), "--draft", "self:9", "--out", str(tmp_path / "o")), "self:9"
+    )

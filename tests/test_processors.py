@@ -41,9 +41,21 @@ def test_top_k_keeps_k_largest_with_lowest_index_winning_ties():
 def test_top_p_keeps_the_shortest_prefix_reaching_p():
     weights = [Fraction(5), Fraction(3), Fraction(2)]  # probabilities 1/2, 3/10, 1/5
     assert process_row(weights, SamplingSettings(top_p=Fraction(1, 2)), ops=EXACT) == [1, 0, 0]
-    assert process_row(weights, SamplingSettings(top_p=Fraction(3, 4)), ops=EXACT) == [Fraction(5, 8), Fraction(3, 8), 0]
-    assert process_row(weights, SamplingSettings(top_p=Fraction(4, 5)), ops=EXACT) == [Fraction(5, 8), Fraction(3, 8), 0]
-    assert process_row(weights, SamplingSettings(top_p=Fraction(81, 100)), ops=EXACT) == [Fraction(1, 2), Fraction(3, 10), Fraction(1, 5)]
+    assert process_row(weights, SamplingSettings(top_p=Fraction(3, 4)), ops=EXACT) == [
+        Fraction(5, 8),
+        Fraction(3, 8),
+        0,
+    ]
+    assert process_row(weights, SamplingSettings(top_p=Fraction(4, 5)), ops=EXACT) == [
+        Fraction(5, 8),
+        Fraction(3, 8),
+        0,
+    ]
+    assert process_row(weights, SamplingSettings(top_p=Fraction(81, 100)), ops=EXACT) == [
+        Fraction(1, 2),
+        Fraction(3, 10),
+        Fraction(1, 5),
+    ]
 
 
 def test_repetition_penalty_divides_positive_and_multiplies_negative_logits_of_seen_tokens():
@@ -54,9 +66,17 @@ def test_repetition_penalty_divides_positive_and_multiplies_negative_logits_of_s
 
 def test_order_is_penalty_then_temperature_then_top_k_then_top_p():
     # Penalty first: token 0 (seen, logit 4 -> 2) drops below token 1 (3), so top_k=1 keeps token 1.
-    assert process_row([4.0, 3.0, 0.0], SamplingSettings(repetition_penalty=2.0, top_k=1), history=[0]) == [0.0, 1.0, 0.0]
+    assert process_row([4.0, 3.0, 0.0], SamplingSettings(repetition_penalty=2.0, top_k=1), history=[0]) == [
+        0.0,
+        1.0,
+        0.0,
+    ]
     # Greedy after penalty.
-    assert process_row([4.0, 3.0, 0.0], SamplingSettings(temperature=0, repetition_penalty=2.0), history=[0]) == [0.0, 1.0, 0.0]
+    assert process_row([4.0, 3.0, 0.0], SamplingSettings(temperature=0, repetition_penalty=2.0), history=[0]) == [
+        0.0,
+        1.0,
+        0.0,
+    ]
 
 
 def test_exact_arithmetic_matches_float_arithmetic():

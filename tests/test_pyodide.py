@@ -90,14 +90,25 @@ def run_in_pyodide() -> dict:
 
 def test_module_list_covers_the_core():
     names = portable_modules()
-    for core in ("pyodide_app.rng", "pyodide_app.processors", "pyodide_app.acceptance", "pyodide_app.orchestrator",
-                 "pyodide_app.transaction", "pyodide_app.proposers.prompt_lookup", "pyodide_app.table_model"):
+    for core in (
+        "pyodide_app.rng",
+        "pyodide_app.processors",
+        "pyodide_app.acceptance",
+        "pyodide_app.orchestrator",
+        "pyodide_app.transaction",
+        "pyodide_app.proposers.prompt_lookup",
+        "pyodide_app.table_model",
+    ):
         assert core in names
 
 
 def test_cpython_imports_nothing_outside_the_standard_library():
-    code = f"import importlib, sys\nsys.path.insert(0, {str(ROOT)!r})\nfor m in {portable_modules()!r}: importlib.import_module(m)\n" \
-           "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - {'__main__', 'pyodide_app'}))"
+    code = (
+        f"import importlib, sys\nsys.path.insert(0, {str(ROOT)!r})\nfor m in {portable_modules()!r}: "
+        "importlib.import_module(m)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} - set(sys.stdlib_module_names) - "
+        "{'__main__', 'pyodide_app'}))"
+    )
     out = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -140,8 +151,14 @@ def test_tokenizer_in_pyodide_gives_identical_ids(real_package):
     files["tokenizer.json"] = (real_package / "tokenizer.json").read_text()
     files["texts.json"] = json.dumps(texts)
     node = shutil.which("node")
-    completed = subprocess.run([node, str(RUNNER)], input=json.dumps({"files": files, "code": TOKENIZER_PROBE}),
-                               capture_output=True, text=True, cwd=ROOT, timeout=300)
+    completed = subprocess.run(
+        [node, str(RUNNER)],
+        input=json.dumps({"files": files, "code": TOKENIZER_PROBE}),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr[-4000:]
     browser = json.loads(completed.stdout)
     native = Tokenizer.from_json(files["tokenizer.json"])
@@ -152,5 +169,8 @@ def test_tokenizer_in_pyodide_gives_identical_ids(real_package):
     start = time.perf_counter()
     count = len(fresh.encode(texts[-1]))
     cpython = count / (time.perf_counter() - start)
-    print(f"\n[tokenizer] English prose (fresh tokenizer; repeated words hit its BPE cache): CPython {cpython:,.0f} tokens/s, "
-          f"Pyodide (Node 20) {browser['tokens_per_second']:,.0f} tokens/s")
+    print(
+        f"\n[tokenizer] English prose (fresh tokenizer; repeated words hit its BPE cache): CPython {cpython:,.0f} "
+        "tokens/s, "
+        f"Pyodide (Node 20) {browser['tokens_per_second']:,.0f} tokens/s"
+    )

@@ -48,8 +48,14 @@ def real(real_package):
     tokenizer = Tokenizer.from_json((real_package / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((real_package / manifest["chat_template"]).read_text())
     prompt = tuple(tokenizer.encode(template.render([{"role": "user", "content": PROMPT}])))
-    champion = GPUChampion(WgpuDevice(), manifest, lambda n: (real_package / n).read_bytes(),
-                           lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=256)
+    champion = GPUChampion(
+        WgpuDevice(),
+        manifest,
+        lambda n: (real_package / n).read_bytes(),
+        lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+        k_max=8,
+        context_limit=256,
+    )
     champion.prefill(prompt[:-1])
     champion.forward([prompt[-1]], len(prompt) - 1)
     row = [float(x) for x in champion.read_logits(1)[0]]
@@ -84,7 +90,9 @@ def sample_first_tokens(champion, proposer, prompt, samples: int) -> tuple[dict,
     counts, proposed, accepted = {}, 0, 0
     for i in range(samples):
         config = GenerationConfig(max_new_tokens=1, k=1, settings=SETTINGS, seed=50_000 + i)
-        events = list(Orchestrator(champion, proposer, config, lambda t: b"x", draws=SeededDraws(50_000 + i)).generate(prompt))
+        events = list(
+            Orchestrator(champion, proposer, config, lambda t: b"x", draws=SeededDraws(50_000 + i)).generate(prompt)
+        )
         finished = events[-1]
         assert isinstance(finished, Finished)
         stats = finished.stats
@@ -97,7 +105,9 @@ def sample_first_tokens(champion, proposer, prompt, samples: int) -> tuple[dict,
 
 
 # hybrid drafts with the neural draft here (the prompt's tail has no earlier 2-gram match): once, on the device
-@pytest.mark.parametrize("kind, verifier", [("neural", "wgsl"), ("neural", "cpu"), ("neural", "cpu_wrong_residual"), ("hybrid", "wgsl")])
+@pytest.mark.parametrize(
+    "kind, verifier", [("neural", "wgsl"), ("neural", "cpu"), ("neural", "cpu_wrong_residual"), ("hybrid", "wgsl")]
+)
 def test_the_shipped_draft_keeps_the_champion_law(real, monkeypatch, kind, verifier):
     prompt, row, gpu_champion, runtime = real
     vocab = gpu_champion.vocab_size
@@ -106,15 +116,21 @@ def test_the_shipped_draft_keeps_the_champion_law(real, monkeypatch, kind, verif
     q_first = first_row(proposer, prompt, vocab)
     expected, wrong = laws(prompt, tuple(row), q_first)
     plan = se.powered_plan(expected, wrong)
-    champion = se.KernelOnTable(gpu_champion, table, context_limit=256) if verifier == "wgsl" else se.cpu_champion(table, vocab)
+    champion = (
+        se.KernelOnTable(gpu_champion, table, context_limit=256)
+        if verifier == "wgsl"
+        else se.cpu_champion(table, vocab)
+    )
     if verifier == "cpu_wrong_residual":
         monkeypatch.setattr(acceptance, "positive_residual", se.full_target_residual)
     counts, proposed, accepted = sample_first_tokens(champion, proposer, prompt, plan.plan.samples)
     statistic = chi_square_statistic(plan.plan, counts)
     tv = sum(abs(wrong.get(c, 0.0) - expected.get(c, 0.0)) for c in set(wrong) | set(expected)) / 2
-    print(f"\n[real draft] {kind} on {verifier}: n={plan.plan.samples} (power {plan.power:.4f} vs the wrong residual, "
-          f"TV {tv:.3f}) chi2={statistic:.2f} df={plan.plan.degrees_of_freedom} threshold={plan.plan.threshold:.2f} "
-          f"accepted {accepted}/{proposed}")
+    print(
+        f"\n[real draft] {kind} on {verifier}: n={plan.plan.samples} (power {plan.power:.4f} vs the wrong residual, "
+        f"TV {tv:.3f}) chi2={statistic:.2f} df={plan.plan.degrees_of_freedom} threshold={plan.plan.threshold:.2f} "
+        f"accepted {accepted}/{proposed}"
+    )
     assert proposed == plan.plan.samples and 0 < accepted < proposed  # the draft ran every time, both branches
     if verifier == "cpu_wrong_residual":
         assert statistic > plan.plan.threshold

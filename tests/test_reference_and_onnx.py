@@ -68,8 +68,12 @@ def draft_session(path: Path) -> ort.InferenceSession:
 
 
 def run_draft(session, tokens, past, temperature, uniform):
-    feeds = {"input_ids": np.array([tokens], np.int64), "temperature": np.array([temperature], np.float32),
-             "uniform": np.array([uniform], np.float32), **past}
+    feeds = {
+        "input_ids": np.array([tokens], np.int64),
+        "temperature": np.array([temperature], np.float32),
+        "uniform": np.array([uniform], np.float32),
+        **past,
+    }
     names = [o.name for o in session.get_outputs()]
     out = dict(zip(names, session.run(None, feeds)))
     present = {n.replace("present", "past"): v for n, v in out.items() if n.startswith("present")}
@@ -78,17 +82,21 @@ def run_draft(session, tokens, past, temperature, uniform):
 
 def empty_past(config: dict) -> dict:
     shape = (1, config["n_kv_heads"], 0, config["head_dim"])
-    return {f"past_{kind}_{i}": np.zeros(shape, np.float32) for i in range(config["n_layers"]) for kind in ("key", "value")}
+    return {
+        f"past_{kind}_{i}": np.zeros(shape, np.float32) for i in range(config["n_layers"]) for kind in ("key", "value")
+    }
 
 
-def compare_draft_to_reference(session, reference: ReferenceModel, config: dict, prompt: list[int], steps: int) -> float:
+def compare_draft_to_reference(
+    session, reference: ReferenceModel, config: dict, prompt: list[int], steps: int
+) -> float:
     """Prefill + `steps` single-token calls; returns the max |logit diff| and checks processing/sampling."""
     cache = reference.new_cache(len(prompt) + steps + 1)
     expected = reference.forward(prompt, cache, 0)[-1]
     out, past = run_draft(session, prompt, empty_past(config), 0.8, 0.37)
     worst = float(np.abs(out["logits"][0] - expected).max())
     position = len(prompt)
-    for step in range(steps):
+    for _ in range(steps):
         probs = out["probs"][0].astype(np.float64)
         scaled = out["logits"][0].astype(np.float64) / 0.8
         softmax = np.exp(scaled - scaled.max())
@@ -110,7 +118,9 @@ def test_synth_draft_onnx_matches_the_reference(synth_package):
     manifest = json.loads((synth_package / "manifest.json").read_text())
     _, draft = synth_models(0)
     reference = ReferenceModel(draft.config, draft.tensors)
-    diff = compare_draft_to_reference(draft_session(synth_package / "draft.onnx"), reference, manifest["draft"]["config"], [1, 70, 80, 90, 33], 6)
+    diff = compare_draft_to_reference(
+        draft_session(synth_package / "draft.onnx"), reference, manifest["draft"]["config"], [1, 70, 80, 90, 33], 6
+    )
     print(f"\n[onnx] synthetic draft vs numpy reference: max |logit diff| = {diff:.2e}")
     assert diff < 1e-4
 
@@ -131,17 +141,27 @@ def test_real_self_draft_onnx_matches_the_reference(real_package, real_reference
     assert diff < 2e-3
 
 
-def run_in_onnxruntime_web(model: Path, feeds: dict, runs: list[dict], outputs: list[str], outputs_once=()) -> list[dict]:
+def run_in_onnxruntime_web(
+    model: Path, feeds: dict, runs: list[dict], outputs: list[str], outputs_once=()
+) -> list[dict]:
     """tests/ort_web_runner.mjs: the graph under onnxruntime-web 1.30 (wasm backend, Node), once per run."""
+
     def spec(value: np.ndarray) -> dict:
         kind = "int64" if value.dtype == np.int64 else "float32"
         return {"type": kind, "dims": list(value.shape), "data": value.reshape(-1).tolist()}
 
-    request = {"model": str(model), "feeds": {name: spec(value) for name, value in feeds.items()}, "runs": runs,
-               "outputs": outputs, "outputs_once": list(outputs_once)}
+    request = {
+        "model": str(model),
+        "feeds": {name: spec(value) for name, value in feeds.items()},
+        "runs": runs,
+        "outputs": outputs,
+        "outputs_once": list(outputs_once),
+    }
     node = shutil.which("node")
     assert node, "node is required"
-    result = subprocess.run([node, str(ORT_WEB_RUNNER)], input=json.dumps(request), capture_output=True, text=True, cwd=ROOT, timeout=600)
+    result = subprocess.run(
+        [node, str(ORT_WEB_RUNNER)], input=json.dumps(request), capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)
 
@@ -154,7 +174,9 @@ def test_draft_onnx_runs_in_onnxruntime_web(synth_package):
     tokens = [1, 70, 80, 90]
     native, _ = run_draft(session, tokens, empty_past(config), 0.9, 0.61)
     feeds = {"input_ids": np.array([tokens], np.int64), **empty_past(config)}
-    web = run_in_onnxruntime_web(synth_package / "draft.onnx", feeds, [{"temperature": 0.9, "uniform": 0.61}], ["logits", "probs", "token"])[0]
+    web = run_in_onnxruntime_web(
+        synth_package / "draft.onnx", feeds, [{"temperature": 0.9, "uniform": 0.61}], ["logits", "probs", "token"]
+    )[0]
     diff = float(np.abs(np.array(web["logits"]) - native["logits"][0]).max())
     print(f"\n[onnx] onnxruntime-web (wasm) vs onnxruntime native: max |logit diff| = {diff:.2e}")
     assert diff < 1e-4
@@ -190,7 +212,11 @@ def rotate_half_forward(weights: dict[str, np.ndarray], config, tokens: list[int
         x = x + np.einsum("hts,shd->thd", a, v).reshape(T, -1) @ weights[p + "self_attn.o_proj.weight"].T
         h = norm(x, weights[p + "post_attention_layernorm.weight"])
         g = h @ weights[p + "mlp.gate_proj.weight"].T
-        x = x + ((g / (1 + np.exp(-g))) * (h @ weights[p + "mlp.up_proj.weight"].T)) @ weights[p + "mlp.down_proj.weight"].T
+        x = (
+            x
+            + ((g / (1 + np.exp(-g))) * (h @ weights[p + "mlp.up_proj.weight"].T))
+            @ weights[p + "mlp.down_proj.weight"].T
+        )
     return norm(x, weights["model.norm.weight"]) @ weights["model.embed_tokens.weight"].T
 
 
@@ -201,14 +227,18 @@ def test_hugging_face_folder_is_converted_to_gguf_conventions(tmp_path, dtype):
     source = read_hf_folder(folder)
     assert source.tokenizer == champion.tokenizer and source.chat_template == champion.chat_template
     tokens = [1, 60, 61, 62, 63, 64, 65, 66]
-    ours = ReferenceModel(source.config, source.tensors).forward(tokens, ReferenceModel(source.config, source.tensors).new_cache(8), 0)
+    ours = ReferenceModel(source.config, source.tensors).forward(
+        tokens, ReferenceModel(source.config, source.tensors).new_cache(8), 0
+    )
     hf = rotate_half_forward(hf_float_weights(champion), champion.config, tokens)
     scale = float(np.abs(hf).max())
     error = float(np.abs(ours - hf).max()) / scale
     print(f"\n[hf {dtype}] converted package vs rotate_half float forward: max |diff| / max |logit| = {error:.3f}")
     assert error < 0.06  # Q8_0 (and BF16) rounding only
     assert (ours.argmax(-1) == hf.argmax(-1)).mean() >= 0.75
-    result = run_build_tools("package", "--champion", str(folder), "--draft", "self:1", "--out", str(tmp_path / "pkg"), "--no-golden")
+    result = run_build_tools(
+        "package", "--champion", str(folder), "--draft", "self:1", "--out", str(tmp_path / "pkg"), "--no-golden"
+    )
     assert result.returncode == 0, result.stderr
     assert run_build_tools("check", str(tmp_path / "pkg")).returncode == 0
 
@@ -225,7 +255,9 @@ def test_without_the_q_k_permutation_the_hf_model_is_wrong():
     broken = dict(champion.tensors)
     for i in range(champion.config.n_layers):
         for part in ("q_proj", "k_proj"):
-            broken[f"blk.{i}.attn_{part[0]}.weight"] = quantize(weights[f"model.layers.{i}.self_attn.{part}.weight"], "q8_0")
+            broken[f"blk.{i}.attn_{part[0]}.weight"] = quantize(
+                weights[f"model.layers.{i}.self_attn.{part}.weight"], "q8_0"
+            )
     wrong_model = ReferenceModel(champion.config, broken)
     wrong = wrong_model.forward(tokens, wrong_model.new_cache(8), 0)
     assert float(np.abs(wrong - right).max()) / float(np.abs(right).max()) > 0.1
@@ -237,11 +269,20 @@ def test_tokenize_cli_matches_the_library(synth_package):
     result = run_build_tools("tokenize", "--model", str(synth_package), stdin="\n".join(texts) + "\n")
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == [tokenizer.encode(t) for t in texts]
-    chats = [[{"role": "user", "content": "hi"}], [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]]
-    result = run_build_tools("tokenize", "--model", str(synth_package), "--chat", stdin="\n".join(json.dumps(c) for c in chats) + "\n")
-    assert [json.loads(line) for line in result.stdout.splitlines()] == [tokenizer.encode(template.render(c)) for c in chats]
+    chats = [
+        [{"role": "user", "content": "hi"}],
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    ]
+    result = run_build_tools(
+        "tokenize", "--model", str(synth_package), "--chat", stdin="\n".join(json.dumps(c) for c in chats) + "\n"
+    )
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        tokenizer.encode(template.render(c)) for c in chats
+    ]
     bad = run_build_tools("tokenize", "--model", str(synth_package), "--chat", stdin="not json\n")
-    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == ["error: stdin line 1: not a JSON list of messages"]
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == [
+        "error: stdin line 1: not a JSON list of messages"
+    ]
 
 
 def test_chat_template_default_system_prompt_rule(real_package):
@@ -250,9 +291,9 @@ def test_chat_template_default_system_prompt_rule(real_package):
         "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
         "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     )
-    assert template.render([{"role": "system", "content": "S"}, {"role": "user", "content": "u"}], add_generation_prompt=False) == (
-        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nu<|im_end|>\n"
-    )
+    assert template.render(
+        [{"role": "system", "content": "S"}, {"role": "user", "content": "u"}], add_generation_prompt=False
+    ) == ("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nu<|im_end|>\n")
 
 
 def test_golden_vectors_reproduce(synth_package):
@@ -261,7 +302,10 @@ def test_golden_vectors_reproduce(synth_package):
     config, tensors = read_champion(synth_package)
     model = ReferenceModel(config, tensors)
     for case in golden["cases"]:
-        assert greedy_generate(model, case["prompt_ids"], len(case["greedy"]), eos_ids={2})[: len(case["greedy"])] == case["greedy"]
+        assert (
+            greedy_generate(model, case["prompt_ids"], len(case["greedy"]), eos_ids={2})[: len(case["greedy"])]
+            == case["greedy"]
+        )
 
 
 def test_reduced_output_vocabulary_maps_tokens_back_to_ids(tmp_path):
@@ -278,7 +322,9 @@ def test_reduced_output_vocabulary_maps_tokens_back_to_ids(tmp_path):
         out, _ = run_draft(session, [1, 70, 80], empty_past(entry["config"]), temperature, uniform)
         assert np.abs(out["logits"][0] - expected).max() < 1e-4
         assert out["probs"].shape == (1, len(id_map))
-        index = int(np.argmax(expected)) if temperature == 0 else categorical_from_uniform(list(out["probs"][0]), uniform)
+        index = (
+            int(np.argmax(expected)) if temperature == 0 else categorical_from_uniform(list(out["probs"][0]), uniform)
+        )
         assert int(out["token"][0]) == int(id_map[index])
 
 

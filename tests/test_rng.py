@@ -8,9 +8,21 @@ from pyodide_app.rng import Domain, PhiloxStream, philox4x32_10, seed_key, unifo
 
 # Random123 kat_vectors, philox4x32 with 10 rounds: counter(4) key(2) -> output(4).
 KNOWN_ANSWERS = [
-    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-    ((0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0), (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+    (
+        (0x00000000, 0x00000000, 0x00000000, 0x00000000),
+        (0x00000000, 0x00000000),
+        (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8),
+    ),
+    (
+        (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF),
+        (0xFFFFFFFF, 0xFFFFFFFF),
+        (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD),
+    ),
+    (
+        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+        (0xA4093822, 0x299F31D0),
+        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+    ),
 ]
 
 
@@ -49,5 +61,7 @@ def test_uniform_is_24_bit_in_open_closed_unit_interval():
 
 def test_same_key_and_counter_give_same_numbers():
     a, b = PhiloxStream(99), PhiloxStream(99)
-    assert [a.uniform(Domain.DRAFT_SAMPLE, r, 1) for r in range(10)] == [b.uniform(Domain.DRAFT_SAMPLE, r, 1) for r in range(10)]
+    assert [a.uniform(Domain.DRAFT_SAMPLE, r, 1) for r in range(10)] == [
+        b.uniform(Domain.DRAFT_SAMPLE, r, 1) for r in range(10)
+    ]
     assert PhiloxStream(100).uniform(Domain.DRAFT_SAMPLE, 0, 1) != a.uniform(Domain.DRAFT_SAMPLE, 0, 1)

@@ -48,7 +48,7 @@ def plan_for(kind: str) -> se.PoweredPlan:
     """n = the largest of the per-alternative powered sizes (alternatives whose law differs)."""
     expected = se.champion_law(table())
     best = None
-    for name, (module, attribute, replacement) in WRONG.items():
+    for module, attribute, replacement in WRONG.values():
         original = getattr(module, attribute)
         setattr(module, attribute, replacement)
         try:
@@ -72,9 +72,15 @@ def gpu():
 
 def gpu_champion(gpu, package, negative_control=False) -> GPUChampion:
     manifest = json.loads((package / "manifest.json").read_text())
-    champion = GPUChampion(gpu, manifest, lambda n: (package / n).read_bytes(),
-                           lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(), k_max=8, context_limit=64,
-                           negative_control=negative_control)
+    champion = GPUChampion(
+        gpu,
+        manifest,
+        lambda n: (package / n).read_bytes(),
+        lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+        k_max=8,
+        context_limit=64,
+        negative_control=negative_control,
+    )
     assert champion.vocab_size == VOCAB
     return champion
 
@@ -94,9 +100,11 @@ def run_test(champion, kind: str, label: str) -> float:
     plan = powered.plan
     run = se.sample_outputs(champion, kind, table(), VOCAB, plan.samples)
     statistic = chi_square_statistic(plan, run.counts)
-    print(f"\n[sampled] {label} {kind}: n={plan.samples} (power {powered.power:.4f} vs the wrong alternatives) "
-          f"chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} "
-          f"accepted {run.accepted}/{run.proposed}")
+    print(
+        f"\n[sampled] {label} {kind}: n={plan.samples} (power {powered.power:.4f} vs the wrong alternatives) "
+        f"chi2={statistic:.2f} df={plan.degrees_of_freedom} threshold={plan.threshold:.2f} "
+        f"accepted {run.accepted}/{run.proposed}"
+    )
     assert not run.fallbacks, f"speculation did not run on every request: {dict(run.fallbacks)}"
     assert 0 < run.accepted < run.proposed  # both branches exercised
     return statistic

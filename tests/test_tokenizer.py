@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from tokenizers import AddedToken, Tokenizer as HFTokenizer, decoders, models, pre_tokenizers
+from tokenizers import AddedToken, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as HFTokenizer
 
 from build_tools.gguf_source import GGUFFile, default_champion_path, tokenizer_data
 from pyodide_app.tokenizer import StreamDecoder, Tokenizer, gpt2_split
@@ -28,7 +29,10 @@ def reference(smollm_data):
     tokens, merges = smollm_data["tokens"], smollm_data["merges"]
     hf = HFTokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, [tuple(m.split(" ", 1)) for m in merges]))
     hf.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)]
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+        ]
     )
     hf.decoder = decoders.ByteLevel()
     special = [tokens[i] for i, kind in enumerate(smollm_data["token_types"]) if kind == 3]
@@ -43,7 +47,9 @@ def test_corpus_is_large_and_hard():
 
 
 def test_token_ids_match_hugging_face_on_the_corpus(ours, reference):
-    mismatches = [(t, reference.encode(t).ids, ours.encode(t)) for t in corpus() if reference.encode(t).ids != ours.encode(t)]
+    mismatches = [
+        (t, reference.encode(t).ids, ours.encode(t)) for t in corpus() if reference.encode(t).ids != ours.encode(t)
+    ]
     assert not mismatches, mismatches[:3]
 
 
@@ -79,10 +85,15 @@ def test_gpt2_split_examples():
 
 def test_encoding_speed_is_reported(ours, capsys):
     text = "\n".join(corpus())  # distinct words: mostly cold BPE cache
-    fresh = Tokenizer(ours.tokens, [" ".join(p) for p in sorted(ours.ranks, key=ours.ranks.get)], list(ours.special.values()))
+    fresh = Tokenizer(
+        ours.tokens, [" ".join(p) for p in sorted(ours.ranks, key=ours.ranks.get)], list(ours.special.values())
+    )
     start = time.perf_counter()
     ids = fresh.encode(text)
     elapsed = time.perf_counter() - start
     with capsys.disabled():
-        print(f"\n[tokenizer] {len(ids)} tokens in {elapsed:.3f} s: {len(ids) / elapsed:,.0f} tokens/s (fresh tokenizer, mostly distinct words, CPython)")
+        print(
+            f"\n[tokenizer] {len(ids)} tokens in {elapsed:.3f} s: {len(ids) / elapsed:,.0f} tokens/s (fresh tokenizer, "
+            "mostly distinct words, CPython)"
+        )
     assert ids == ours.encode(text)

@@ -8,7 +8,7 @@ import pytest
 
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.errors import StalePublication
-from pyodide_app.orchestrator import Emitted, FaultPoint, Finished, GenerationConfig, Orchestrator, CancelToken
+from pyodide_app.orchestrator import CancelToken, Emitted, FaultPoint, Finished, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings
 from pyodide_app.proposers import ModelDraft, NoProposer, PromptLookup
 from pyodide_app.table_model import TableModel
@@ -105,7 +105,11 @@ def test_publishing_twice_appends_once_and_stale_commits_are_refused():
     assert after.round_index == start.round_index + 1
 
     # A different commit staged from the same (now stale) start must not apply.
-    other = replace(commit, emitted=commit.emitted + (0,), successor=replace(commit.successor, context=commit.successor.context + (0,)))
+    other = replace(
+        commit,
+        emitted=commit.emitted + (0,),
+        successor=replace(commit.successor, context=commit.successor.context + (0,)),
+    )
     with pytest.raises(StalePublication):
         published.publish(other)
     assert published.state == after
@@ -128,7 +132,9 @@ def test_failure_before_first_token_falls_back_silently_to_champion_alone(point)
 
 @pytest.mark.parametrize("point", list(FaultPoint), ids=lambda p: p.value)
 def test_failure_after_output_ends_the_answer_visibly_without_duplicates(point):
-    run = orchestrator(ModelDraft(DRAFT, SamplingSettings(temperature=0)), faults=FaultAt(point, occurrence=3), temperature=0)
+    run = orchestrator(
+        ModelDraft(DRAFT, SamplingSettings(temperature=0)), faults=FaultAt(point, occurrence=3), temperature=0
+    )
     streamed, end = collect(run.generate(PROMPT))
     assert end.reason == "error"
     assert end.stats.error_code == "INJECTED"
@@ -140,7 +146,10 @@ def test_failure_after_output_ends_the_answer_visibly_without_duplicates(point):
 
 def test_cancellation_discards_the_round_in_flight():
     cancel = CancelToken()
-    run = orchestrator(ModelDraft(DRAFT, SamplingSettings()), faults=FaultAt(FaultPoint.AFTER_STAGE_OUTPUT, occurrence=2, action=cancel.cancel))
+    run = orchestrator(
+        ModelDraft(DRAFT, SamplingSettings()),
+        faults=FaultAt(FaultPoint.AFTER_STAGE_OUTPUT, occurrence=2, action=cancel.cancel),
+    )
     streamed, end = collect(run.generate(PROMPT, cancel=cancel))
     assert end.reason == "cancelled"
     assert streamed == end.state.output

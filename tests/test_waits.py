@@ -61,7 +61,11 @@ class AsyncDraftRuntime:
 
     def step(self, tokens, temperature, uniform):
         self.steps += 1
-        outcome = RuntimeError("onnxruntime-web: session run failed") if self.steps == self.fail_at else self.inner.step(tokens, temperature, uniform)
+        outcome = (
+            RuntimeError("onnxruntime-web: session run failed")
+            if self.steps == self.fail_at
+            else self.inner.step(tokens, temperature, uniform)
+        )
         result = yield from wait_for(_later(outcome))
         return result
 
@@ -77,8 +81,13 @@ def drive(engine, request: dict) -> list[dict]:
 
 
 def chat_request(proposer: str, temperature: float, seed: int = 7) -> dict:
-    return {"messages": [{"role": "user", "content": "hello world, hello world"}], "max_tokens": 24,
-            "temperature": temperature, "seed": seed, "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 3}}
+    return {
+        "messages": [{"role": "user", "content": "hello world, hello world"}],
+        "max_tokens": 24,
+        "temperature": temperature,
+        "seed": seed,
+        "speculative": {"proposer": proposer, "k": 0 if proposer == "none" else 3},
+    }
 
 
 def test_finish_and_settle():
@@ -115,7 +124,11 @@ def test_async_driver_gives_the_synchronous_tokens(engines, proposer, temperatur
     waits_before = asynchronous.champion.runtime.waits
     events = drive(asynchronous, chat_request(proposer, temperature))
     done = events[-1]
-    assert done["type"] == "done" and done["tokens"] == expected["tokens"] and done["finish_reason"] == expected["finish_reason"]
+    assert (
+        done["type"] == "done"
+        and done["tokens"] == expected["tokens"]
+        and done["finish_reason"] == expected["finish_reason"]
+    )
     for result in (done, expected):  # speculation really ran on both drivers
         assert result["speculative"]["fallback_code"] is None, result["speculative"]
         assert result["speculative"]["proposed"] > 0 or proposer in ("none", "prompt_lookup")

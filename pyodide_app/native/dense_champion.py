@@ -49,7 +49,9 @@ def open_dense_runtime(folder: Path, manifest: dict, graph: Path, entry: dict, t
     names, values = [], []
     for initializer, tensor in entry["external_weights"].items():
         spec = tensors[tensor]
-        values.append(ort.OrtValue.ortvalue_from_numpy(dequantize(read_tensor_bytes(folder, spec), spec["format"], spec["shape"])))
+        values.append(
+            ort.OrtValue.ortvalue_from_numpy(dequantize(read_tensor_bytes(folder, spec), spec["format"], spec["shape"]))
+        )
         names.append(initializer)
     options = ort.SessionOptions()
     options.add_external_initializers(names, values)

@@ -15,8 +15,15 @@ from .wgpu_device import WgpuDevice
 SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
 
 
-def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, gpu=None, check: bool = True,
-                backend: str = "webgpu", kernels: str = "auto") -> Engine:
+def load_engine(
+    folder: Path,
+    k_max: int = 8,
+    context_limit: int | None = None,
+    gpu=None,
+    check: bool = True,
+    backend: str = "webgpu",
+    kernels: str = "auto",
+) -> Engine:
     """backend "webgpu" (wgpu-py), "cpu" (the float32 champion_cpu.onnx with weights from the shards, or
     champion.onnx when the package has no such graph; acceptance in Python) or "cpu-compact" (champion.onnx,
     MatMulNBits: the browser's low-memory fallback). kernels: the WebGPU matmul family (GPUChampion)."""
@@ -29,9 +36,15 @@ def load_engine(folder: Path, k_max: int = 8, context_limit: int | None = None, 
 
         champion = CpuChampion(open_runtime(folder, manifest, compact=backend == "cpu-compact"), limit)
     else:
-        champion = GPUChampion(gpu or WgpuDevice(), manifest, lambda name: (folder / name).read_bytes(),
-                               lambda name: (SHADERS / f"{name}.wgsl").read_text(), k_max=k_max, context_limit=limit,
-                               kernels=kernels)
+        champion = GPUChampion(
+            gpu or WgpuDevice(),
+            manifest,
+            lambda name: (folder / name).read_bytes(),
+            lambda name: (SHADERS / f"{name}.wgsl").read_text(),
+            k_max=k_max,
+            context_limit=limit,
+            kernels=kernels,
+        )
     tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
     draft = None

@@ -22,6 +22,8 @@ class OnnxChampionRuntime(OnnxDraftRuntime):
             **self.past,
         }
         out = dict(zip(self.outputs, self.session.run(None, feeds)))
-        self.past = {name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")}
+        self.past = {
+            name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")
+        }
         self.cached.extend(tokens)
         return out["all_logits"][0]

@@ -44,7 +44,9 @@ class OnnxDraftRuntime:
             **self.past,
         }
         out = dict(zip(self.outputs, self.session.run(None, feeds)))
-        self.past = {name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")}
+        self.past = {
+            name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")
+        }
         self.cached.extend(tokens)
         probs = out["probs"][0]
         row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)

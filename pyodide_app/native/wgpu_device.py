@@ -42,7 +42,9 @@ class WgpuDevice:
 
     def create_pipeline(self, code: str, entry_point: str, label: str):
         module = self.device.create_shader_module(code=code, label=label)
-        return self.device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": entry_point}, label=label)
+        return self.device.create_compute_pipeline(
+            layout="auto", compute={"module": module, "entry_point": entry_point}, label=label
+        )
 
     def create_bind_group(self, pipeline, bindings: Sequence[Binding], label: str):
         entries = []

@@ -6,4 +6,14 @@ from .model_draft import ModelDraft
 from .neural import DraftRuntime, NeuralProposer
 from .prompt_lookup import PromptLookup
 
-__all__ = ["EMPTY_PROPOSAL", "DraftRuntime", "HybridProposer", "ModelDraft", "NeuralProposer", "NoProposer", "Proposal", "Proposer", "PromptLookup"]
+__all__ = [
+    "EMPTY_PROPOSAL",
+    "DraftRuntime",
+    "HybridProposer",
+    "ModelDraft",
+    "NeuralProposer",
+    "NoProposer",
+    "Proposal",
+    "Proposer",
+    "PromptLookup",
+]

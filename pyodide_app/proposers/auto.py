@@ -58,8 +58,9 @@ NONE = Choice("none", 0)
 
 
 class Policy(Protocol):
-    def choose(self, context: Sequence[int], k_cap: int, lookup: tuple[int, tuple[int, ...]] | None,
-               neural_available: bool) -> Choice:
+    def choose(
+        self, context: Sequence[int], k_cap: int, lookup: tuple[int, tuple[int, ...]] | None, neural_available: bool
+    ) -> Choice:
         """The round's source and k (k <= k_cap; lookup k <= its continuation), from published state only."""
 
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None: ...
@@ -150,9 +151,13 @@ class AutoProposer:
         self.neural_failed = False
         self.rounds: Counter[str] = Counter()  # choice label -> rounds
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
+    def propose(
+        self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
+    ) -> Generator[Wait, None, Proposal]:
         match = self.lookup.match(context, k) if k > 0 else None
-        choice = self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
+        choice = (
+            self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
+        )
         self.last = choice
         self.rounds[choice.label] += 1
         if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k

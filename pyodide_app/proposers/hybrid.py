@@ -25,7 +25,9 @@ class HybridProposer:
         self.lookup = lookup or PromptLookup(n_max=3, n_min=2)
         self.draft = draft
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
+    def propose(
+        self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
+    ) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         proposal = self.lookup.propose(context, k, round_index, draws)

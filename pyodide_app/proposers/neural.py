@@ -45,7 +45,9 @@ class NeuralProposer:
         self.runtime = runtime
         self.temperature = float(temperature)  # the draft's own processor: q = softmax(logits / T)
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Generator[Wait, None, Proposal]:
+    def propose(
+        self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
+    ) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         context = list(context)
@@ -57,7 +59,7 @@ class NeuralProposer:
             uniform = 1.0 if self.temperature == 0 else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
             try:
                 token, row = yield from settle(self.runtime.step(pending, self.temperature, uniform))
-            except Exception as error:  # noqa: BLE001 - any runtime failure is one named error
+            except Exception as error:
                 self.runtime.reset()  # its cache state is unknown now
                 raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
             tokens.append(token)
