@@ -21,7 +21,9 @@ ENGINE = (ROOT / "docs" / "ENGINE.md").read_text()
 
 
 def test_every_error_code_is_listed():
-    codes = {cls.code for _, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, errors.SpecChatError)}
+    codes = {
+        cls.code for _, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, errors.SpecChatError)
+    }
     row = next(line for line in ARCHITECTURE.splitlines() if line.startswith("| `errors.py` |"))
     listed = set(re.findall(r"`([A-Z_]+)`", row))
     assert listed == codes, f"listed but gone: {listed - codes}; missing: {codes - listed}"

@@ -15,8 +15,7 @@ import pytest
 from build_tools.reference import ReferenceModel, read_champion
 from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
-from pyodide_app.errors import TargetNumericError
-from pyodide_app.errors import GPUUnsupported
+from pyodide_app.errors import GPUUnsupported, TargetNumericError
 from pyodide_app.gpu import check_limits
 from pyodide_app.gpu_champion import KERNEL_FAMILIES, GPUChampion
 from pyodide_app.kernel_abi import RESULT_BYTES

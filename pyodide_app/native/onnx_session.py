@@ -58,6 +58,8 @@ class OnnxKVSession:
             **self.past,
         }
         out = dict(zip(self.outputs, self.session.run(None, feeds)))
-        self.past = {f"past{name[len('present'):]}": value for name, value in out.items() if name.startswith("present")}
+        self.past = {
+            f"past{name[len('present') :]}": value for name, value in out.items() if name.startswith("present")
+        }
         self.prefix.extend(tokens)
         return out
