@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import gguf
 import numpy as np
 
+from pyodide_app.champion import CachedPrefix
 from pyodide_app.manifest import FORMATS, ModelConfig, read_tensor_bytes
 from pyodide_app.package_check import load_manifest
 
@@ -145,17 +146,14 @@ class CachedLogits:
         self.model = model
         self.vocab_size = model.vocab_size
         self.cache = model.new_cache(capacity)
-        self.cached: list[int] = []  # tokens whose KV rows are valid
+        self.kv = CachedPrefix()  # the tokens whose KV rows are valid
         self.calls = 0
 
     def logits(self, tokens: Sequence[int]) -> list[float]:
         tokens = list(tokens)
-        common = 0
-        limit = min(len(tokens) - 1, len(self.cached))  # always recompute at least the last token
-        while common < limit and self.cached[common] == tokens[common]:
-            common += 1
+        common = min(self.kv.keep_common(tokens), len(tokens) - 1)  # always recompute at least the last token
         rows = self.model.forward(tokens[common:], self.cache, common)
-        self.cached = tokens
+        self.kv.write(common, tokens[common:])
         self.calls += 1
         return rows[-1].astype(np.float64).tolist()
 

@@ -1,7 +1,7 @@
 """Assemble the static site: the page (web/), the vendored runtimes, the orchestrator, the shaders, a model.
 
-    web/                 index.html, app.js, worker.js, gpu.js, draft.js, dequant.js, markdown.js, charts.js, sw.js,
-                         style.css
+    web/                 index.html, app.js, worker.js, gpu.js, onnx_session.js, dequant.js, markdown.js, charts.js,
+                         sw.js, style.css
     web/vendor/pyodide/  Pyodide core from node_modules (no CDN, no package fetches)
     web/vendor/ort/      onnxruntime-web wasm backend from node_modules
     web/vendor/pyodide_app/, shaders/   the orchestrator's Python files and the WGSL kernels
@@ -32,7 +32,7 @@ PAGE_FILES = (
     "app.js",
     "worker.js",
     "gpu.js",
-    "draft.js",
+    "onnx_session.js",
     "dequant.js",
     "markdown.js",
     "charts.js",
@@ -65,17 +65,7 @@ def build_site(model: Path, out: Path = WEB) -> dict:
         copy_files(WEB, PAGE_FILES, out)
     vendor = out / "vendor"
     shutil.rmtree(vendor, ignore_errors=True)
-    files = [
-        "index.html",
-        "app.js",
-        "worker.js",
-        "gpu.js",
-        "draft.js",
-        "dequant.js",
-        "markdown.js",
-        "charts.js",
-        "style.css",
-    ]
+    files = [name for name in PAGE_FILES if name != "sw.js"]  # what the service worker caches (not itself)
     files += [
         f"vendor/pyodide/{n}" for n in copy_files(ROOT / "node_modules" / "pyodide", PYODIDE_FILES, vendor / "pyodide")
     ]

@@ -44,6 +44,8 @@ class VerifyRequest:
 class Champion(Protocol):
     vocab_size: int
     context_limit: int
+    calls: int  # verify calls so far
+    wait_seconds: float  # time blocked on the device finishing submitted work (0 where nothing is asynchronous)
 
     def prefill(self, tokens: Sequence[int]) -> Steps[None]:
         """Write KV rows 0..len(tokens)-1 for a new conversation prefix."""
@@ -51,6 +53,12 @@ class Champion(Protocol):
     def verify(self, request: VerifyRequest) -> Steps[Decision]:
         """Score the request's rows and decide acceptance (see module doc). Either method may
         return Steps (waits.py) when it waits on an asynchronous runtime; callers settle them."""
+
+    def forget(self) -> None:
+        """Drop every cached KV row: the next request prefills from position 0, as a new conversation does."""
+
+    def memory_bytes(self) -> dict[str, int]:
+        """{"weights", "kv" (capacity), "scratch" (activations, logits, verify buffers)}: bytes this champion holds."""
 
 
 class LogitsModel(Protocol):
@@ -68,6 +76,44 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
+
+
+class CachedPrefix:
+    """The tokens whose KV rows a cache holds (row i holds tokens[i]): what every KV-caching runtime
+    (champions, drafts) tracks to know which rows a new token sequence may keep."""
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def holds(self, prefix: Sequence[int]) -> bool:
+        """Rows 0..len(prefix)-1 hold exactly `prefix`."""
+        return len(self.tokens) >= len(prefix) and self.tokens[: len(prefix)] == list(prefix)
+
+    def keep_common(self, tokens: Sequence[int]) -> int:
+        """Keep the rows `tokens` shares with the cache; return how many that is."""
+        self.truncate(common_prefix(self.tokens, tokens))
+        return len(self.tokens)
+
+    def truncate(self, length: int) -> None:
+        del self.tokens[length:]
+
+    def clear(self) -> None:
+        self.tokens = []
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        self.tokens.extend(tokens)
+
+    def write(self, position: int, tokens: Sequence[int]) -> None:
+        """Rows position.. now hold `tokens` (and rows after them nothing known)."""
+        self.tokens = self.tokens[:position] + list(tokens)
+
+
+def kv_capacity_bytes(config: dict, positions: int) -> int:
+    """f32 K and V rows for every layer and KV head at `positions` positions."""
+    return 2 * config["n_layers"] * config["n_kv_heads"] * config["head_dim"] * positions * 4
 
 
 def decide(raw_rows: Sequence[Sequence], request: VerifyRequest, ops=FLOAT) -> Decision:
@@ -90,9 +136,16 @@ class ReferenceChampion:
         self.context_limit = context_limit
         self.ops = ops
         self.calls = 0
+        self.wait_seconds = 0.0
 
     def prefill(self, tokens: Sequence[int]) -> None:
         pass  # stateless: nothing cached
+
+    def forget(self) -> None:
+        pass
+
+    def memory_bytes(self) -> dict[str, int]:
+        return {"weights": 0, "kv": 0, "scratch": 0}  # a test model in Python objects: nothing on a device
 
     def verify(self, request: VerifyRequest) -> Decision:
         self.calls += 1

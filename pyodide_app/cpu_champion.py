@@ -8,10 +8,11 @@ tokens can differ from the WebGPU path only where two logits nearly tie.
 
 from __future__ import annotations
 
+import math
 from typing import Generator, Protocol, Sequence
 
 from .acceptance import Decision
-from .champion import VerifyRequest, common_prefix, decide
+from .champion import VerifyRequest, common_prefix, decide, kv_capacity_bytes
 from .waits import Steps, Wait, settle
 
 ATTENTION_BUDGET = 64 << 20  # bytes for one call's attention products (float32 graph)
@@ -24,6 +25,23 @@ def attention_bytes_per_row_key(entry: dict) -> int:
     if not entry.get("external_weights"):
         return 0
     return 4 * entry["config"]["n_heads"] * entry["config"]["head_dim"]
+
+
+def cpu_memory_bytes(manifest: dict, entry_name: str, context_limit: int, rows: int) -> dict[str, int]:
+    """What the CPU champion on manifest[entry_name] holds: its weights (float32 copies of the shards'
+    tensors for the float32 graph, else the graph file itself: the compact MatMulNBits graph), its KV
+    capacity, and the logits rows of its largest call (`rows` rows)."""
+    entry = manifest[entry_name]
+    weights = manifest["files"][entry["onnx"]]["bytes"]
+    tensors = manifest["champion"]["tensors"]
+    for name in set((entry.get("external_weights") or {}).values()):
+        weights += 4 * math.prod(tensors[name]["shape"])
+    config = entry["config"]
+    return {
+        "weights": weights,
+        "kv": kv_capacity_bytes(config, context_limit),
+        "scratch": rows * config["vocab_size"] * 4,
+    }
 
 
 class ChampionRuntime(Protocol):
@@ -40,16 +58,22 @@ class ChampionRuntime(Protocol):
 class CpuChampion:
     """prefill and verify are generators (Steps, waits.py): the orchestrator drives them."""
 
-    def __init__(self, runtime: ChampionRuntime, context_limit: int, chunk: int = 64):
+    def __init__(self, runtime: ChampionRuntime, context_limit: int, chunk: int = 64, memory: dict | None = None):
+        """memory: cpu_memory_bytes() of the runtime's graph (None: a test runtime, nothing counted)."""
         self.runtime = runtime
         self.vocab_size = runtime.vocab_size
         self.context_limit = context_limit
         self.chunk = chunk  # prompt rows per runtime call
         self.calls = 0
+        self.wait_seconds = 0.0  # the runtime's calls are timed as verify time: nothing runs behind them
+        self.memory = memory or {"weights": 0, "kv": 0, "scratch": 0}
 
     def forget(self) -> None:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
         self.runtime.truncate(0)
+
+    def memory_bytes(self) -> dict[str, int]:
+        return dict(self.memory)
 
     def rows_per_call(self, start: int) -> int:
         """Prompt rows for the call that starts at `start`: `chunk`, fewer where the runtime's attention
@@ -73,7 +97,7 @@ class CpuChampion:
 
     def verify(self, request: VerifyRequest) -> Generator[Wait, None, Decision]:
         c = request.committed_kv
-        if self.runtime.cached[:c] != list(request.context[:c]):
+        if common_prefix(self.runtime.cached, request.context[:c]) < c:
             yield from self.prefill(request.context[:c])
         self.runtime.truncate(c)
         rows = yield from settle(self.runtime.run((request.context[-1],) + tuple(request.drafts)))

@@ -21,6 +21,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
+from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
 from .costs import CostModel, measure_costs
 from .errors import InvalidSettings, PromptTooLong
@@ -185,18 +186,13 @@ class Engine:
         """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
         verify buffers), and the draft (weights + KV capacity). Host-side ONNX runtimes' own working
         memory is not visible from here and not counted."""
-        files = self.manifest["files"]
-        limit = self.champion.context_limit
-        if hasattr(self.champion, "kv_bytes"):  # the WebGPU champion: its own buffers
-            weights, kv, scratch = self.champion.weight_bytes, self.champion.kv_bytes, self.champion.scratch_bytes
-        else:  # the CPU champion: champion.onnx on onnxruntime
-            weights = files[self.manifest["fallback"]["onnx"]]["bytes"]
-            kv = kv_capacity_bytes(self.manifest["champion"]["config"], limit)
-            scratch = (self.k_max + 1) * self.champion.vocab_size * 4  # the logits rows read back per call
-        report = {"weights": weights, "kv": kv, "scratch": scratch, "draft": 0}
+        report = {**self.champion.memory_bytes(), "draft": 0}
         if self.draft_runtime is not None:
             draft = self.manifest["draft"]
-            report["draft"] = files[draft["onnx"]]["bytes"] + kv_capacity_bytes(draft["config"], limit)
+            files = self.manifest["files"]
+            report["draft"] = files[draft["onnx"]]["bytes"] + kv_capacity_bytes(
+                draft["config"], self.champion.context_limit
+            )
         return report
 
     def forget_context(self) -> None:
@@ -407,8 +403,3 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
 
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
-
-
-def kv_capacity_bytes(config: dict, positions: int) -> int:
-    """f32 K and V rows for every layer and KV head at `positions` positions."""
-    return 2 * config["n_layers"] * config["n_kv_heads"] * config["head_dim"] * positions * 4

@@ -20,7 +20,7 @@ from array import array
 from typing import Callable, Sequence
 
 from .acceptance import FLOAT_RESIDUAL_FLOOR, Decision, FullRow, PointMass, ReducedRow
-from .champion import VerifyRequest, common_prefix
+from .champion import CachedPrefix, VerifyRequest
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .gpu_weights import WeightUploader, byte_range, largest_binding
@@ -176,7 +176,7 @@ class GPUChampion:
         self.verify_step = self._verify_step()
         self.verify_only = [self.verify_step]
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
-        self.kv_tokens: list[int] = []  # kv_tokens[i]: the token whose K/V cache row i holds
+        self.kv = CachedPrefix()  # the tokens the K/V cache rows hold
         self.kernel_timings: dict[str, dict[str, float]] = {}
         for family in families:
             self._use_family(family)
@@ -189,7 +189,7 @@ class GPUChampion:
         lavapipe: when the first forward ever has 5 or more rows, every later call stays 10-50x slower
         (a scheduling quirk of the CPU rasterizer); a 4-row first call avoids it."""
         self._forward_and_wait(min(4, self.t_max, self.context_limit))
-        self.kv_tokens = []  # the warm-up rows hold nothing anyone asked for
+        self.kv.clear()  # the warm-up rows hold nothing anyone asked for
 
     def _forward_and_wait(self, rows: int) -> float:
         """Seconds for a forward of `rows` placeholder tokens at position 0, until the device finished it."""
@@ -217,7 +217,7 @@ class GPUChampion:
                 timing[key] = min(self._forward_and_wait(rows) for _ in range(repeats)) * 1000
             self.kernel_timings[family] = timing
         self._use_family(min(families, key=lambda f: sum(self.kernel_timings[f].values())))
-        self.kv_tokens = []
+        self.kv.clear()
 
     # -- loading -----------------------------------------------------------
 
@@ -475,14 +475,10 @@ class GPUChampion:
         plan = self.prefill_plan(rows) if prefill else self.plan(rows)
         self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=position))
         self.gpu.write_buffer(self.tokens, 0, array("I", tokens).tobytes())
-        self.kv_tokens = self.kv_tokens[:position]  # rows from here are unknown until the submit completes
+        self.kv.truncate(position)  # rows from here are unknown until the submit completes
         self.gpu.submit(plan)
         self.calls += 1
-        self._wrote_kv(tokens, position)
-
-    def _wrote_kv(self, tokens: Sequence[int], position: int) -> None:
-        """Record which token each KV row now holds (rows after the written ones are no longer trusted)."""
-        self.kv_tokens = self.kv_tokens[:position] + list(tokens)
+        self.kv.write(position, tokens)
 
     def read_logits(self, rows: int) -> list[list[float]]:
         data = array("f")
@@ -492,25 +488,27 @@ class GPUChampion:
 
     def forget(self) -> None:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
-        self.kv_tokens = []
+        self.kv.clear()
+
+    def memory_bytes(self) -> dict[str, int]:
+        return {"weights": self.weight_bytes, "kv": self.kv_bytes, "scratch": self.scratch_bytes}
 
     def prefill(self, tokens: Sequence[int]) -> None:
         """KV rows 0..len(tokens)-1, in chunks of prefill_rows rows. Rows already holding the same token
         prefix are kept: a KV row depends only on the tokens up to it (batch invariance makes that
         bitwise), so a repeated or extended conversation skips its known prefix."""
         tokens = list(tokens)
-        start = common_prefix(self.kv_tokens, tokens)
-        self.kv_tokens = self.kv_tokens[:start]
+        start = self.kv.keep_common(tokens)
         for chunk in range(start, len(tokens), self.prefill_rows):
             self.forward(tokens[chunk : chunk + self.prefill_rows], chunk, prefill=True)
 
     def verify(self, request: VerifyRequest) -> Decision:
         """Score [frontier, drafts] at positions c..c+k and decide on the GPU; reads back 20 bytes."""
         c = request.committed_kv
-        if self.kv_tokens[:c] != list(request.context[:c]):  # e.g. after a failed or cancelled call
+        if not self.kv.holds(request.context[:c]):  # e.g. after a failed or cancelled call
             self.prefill(request.context[:c])
         rows = self._prepare_verify(request)
-        self.kv_tokens = self.kv_tokens[:c]  # rows from c are unknown until the submit completes
+        self.kv.truncate(c)  # rows from c are unknown until the submit completes
         try:
             self.gpu.submit(self.verify_plan(rows))
             decision = self._read_decision()
@@ -519,7 +517,7 @@ class GPUChampion:
         except Exception as error:
             raise DeviceError(f"GPU failure during verify: {type(error).__name__}: {error}") from error
         self.calls += 1
-        self._wrote_kv((request.context[-1],) + tuple(request.drafts), request.committed_kv)
+        self.kv.write(c, (request.context[-1],) + tuple(request.drafts))
         return decision
 
     def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:

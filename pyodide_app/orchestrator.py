@@ -203,10 +203,10 @@ class Orchestrator:
             draws=self.draws,
         )
         self.stats.champion_calls += 1
-        waited = getattr(self.champion, "wait_seconds", 0.0)
+        waited = self.champion.wait_seconds
         decision = yield from settle(self.champion.verify(request))
         self.stats.verify_seconds += time.perf_counter() - proposed_at
-        self.stats.sync_seconds += getattr(self.champion, "wait_seconds", 0.0) - waited
+        self.stats.sync_seconds += self.champion.wait_seconds - waited
         check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
         wanted = proposal.tokens[: decision.accepted] + (decision.terminal,)

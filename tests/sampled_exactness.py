@@ -130,9 +130,16 @@ class KernelOnTable:
     def __init__(self, gpu_champion, table: dict[int, list[float]], context_limit: int = 64):
         self.gpu, self.table = gpu_champion, table
         self.vocab_size, self.context_limit = gpu_champion.vocab_size, context_limit
+        self.calls, self.wait_seconds = 0, 0.0
 
     def prefill(self, tokens) -> None:
         pass
+
+    def forget(self) -> None:
+        pass
+
+    def memory_bytes(self) -> dict[str, int]:
+        return self.gpu.memory_bytes()
 
     def verify(self, request):
         rows = [self.table[request.committed_kv + j] for j in range(request.rows)]

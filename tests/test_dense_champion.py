@@ -67,7 +67,8 @@ def test_rows_are_bitwise_identical_for_every_t_in_onnxruntime_web(dense, tmp_pa
     from .test_reference_and_onnx import empty_past, run_in_onnxruntime_web
 
     runtime, _, path = dense
-    config = {"n_layers": runtime.layers, "n_kv_heads": runtime.kv_heads, "head_dim": runtime.head_dim}
+    session = runtime.session
+    config = {"n_layers": session.layers, "n_kv_heads": session.kv_heads, "head_dim": session.head_dim}
     tokens = [1, 70, 80, 90, 33, 12, 250, 7, 41]
     rows = {}
     for t in range(1, T_MAX + 1):

@@ -515,7 +515,26 @@ def test_forget_context_only_drops_the_cached_prefix(synth_engine):
         "speculative": {"proposer": "neural", "k": 3},
     }
     first = list(synth_engine.chat(request))[-1]["tokens"]
-    assert synth_engine.champion.kv_tokens and synth_engine.draft_runtime.cached
+    assert synth_engine.champion.kv.tokens and synth_engine.draft_runtime.cached
     synth_engine.forget_context()
-    assert synth_engine.champion.kv_tokens == [] and synth_engine.draft_runtime.cached == []
+    assert synth_engine.champion.kv.tokens == [] and synth_engine.draft_runtime.cached == []
     assert list(synth_engine.chat(request))[-1]["tokens"] == first
+
+
+def test_memory_report_counts_what_each_champion_holds(synth_package):
+    """The float32 CPU champion holds float32 copies of every weight (4 bytes per value); the compact one
+    holds its MatMulNBits graph; the WebGPU one its repacked buffers. (Before the Champion protocol had
+    memory_bytes, the float32 path reported the compact graph's size.)"""
+    from math import prod
+
+    from pyodide_app.native.loader import load_engine
+    from pyodide_app.package_check import load_manifest
+
+    manifest = load_manifest(synth_package)
+    files, tensors = manifest["files"], manifest["champion"]["tensors"]
+    dense = load_engine(synth_package, backend="cpu").memory_report()
+    compact = load_engine(synth_package, backend="cpu-compact").memory_report()
+    values = sum(prod(tensors[t]["shape"]) for t in set(manifest["cpu_champion"]["external_weights"].values()))
+    assert dense["weights"] == files[manifest["cpu_champion"]["onnx"]]["bytes"] + 4 * values
+    assert compact["weights"] == files[manifest["fallback"]["onnx"]]["bytes"]
+    assert dense["kv"] == compact["kv"] > 0 and dense["draft"] == compact["draft"] > 0

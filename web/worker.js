@@ -8,7 +8,7 @@
 //                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
 
 import { GpuHelper } from "./gpu.js";
-import { DraftRunner } from "./draft.js";
+import { OnnxKVSession } from "./onnx_session.js";
 import { externalWeights } from "./dequant.js";
 
 const MODEL_CACHE = "spec-chat-model-v1";
@@ -166,7 +166,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
 
   let draft = null;
   const draftStarted = performance.now();
-  if (manifest.draft) draft = await DraftRunner.create(ort, files.get(manifest.draft.onnx), manifest.draft);
+  if (manifest.draft) draft = await OnnxKVSession.create(ort, files.get(manifest.draft.onnx), manifest.draft);
   timing.draft_session_s = seconds(draftStarted);
   const engineStarted = performance.now();
   let cpu = null;  // {runner, entry: "cpu_champion" | "fallback", notice}
@@ -272,7 +272,7 @@ async function cpuChampion(ort, files) {
     try {
       progress("gpu", 0, 1, "building the CPU champion's float32 weights");
       const external = externalWeights(files, manifest, manifest.cpu_champion);
-      const runner = await DraftRunner.create(ort, files.get(manifest.cpu_champion.onnx), manifest.cpu_champion, ["wasm"], external);
+      const runner = await OnnxKVSession.create(ort, files.get(manifest.cpu_champion.onnx), manifest.cpu_champion, ["wasm"], external);
       return { runner, entry: "cpu_champion", notice };
     } catch (error) {
       notice = `the float32 champion did not fit (${String(error.message || error).split("\n")[0]})`;
@@ -281,7 +281,7 @@ async function cpuChampion(ort, files) {
   if (!manifest.fallback) throw new Error(notice || "this package has no CPU champion");
   const name = manifest.fallback.onnx;
   if (!files.has(name)) files.set(name, await modelFile(`./${site.model}`, name, manifest.files[name], () => {}));
-  return { runner: await DraftRunner.create(ort, files.get(name), manifest.fallback), entry: "fallback", notice };
+  return { runner: await OnnxKVSession.create(ort, files.get(name), manifest.fallback), entry: "fallback", notice };
 }
 
 async function chat({ id, request }) {
@@ -324,7 +324,7 @@ async function peerRunner(backend) {
     }
     const name = manifest.fallback.onnx;
     const bytes = await modelFile(`./${site.model}`, name, manifest.files[name], () => {});
-    const runner = await DraftRunner.create(ort, bytes, manifest.fallback, [backend]);
+    const runner = await OnnxKVSession.create(ort, bytes, manifest.fallback, [backend]);
     peers[backend] = { runner, session_s: (performance.now() - started) / 1000 };
   }
   return peers[backend];

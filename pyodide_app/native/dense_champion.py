@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from ..cpu_champion import attention_bytes_per_row_key
 from ..manifest import read_tensor_bytes
 from .onnx_champion import OnnxChampionRuntime
 
@@ -55,9 +54,7 @@ def open_dense_runtime(folder: Path, manifest: dict, graph: Path, entry: dict, t
         names.append(initializer)
     options = ort.SessionOptions()
     options.add_external_initializers(names, values)
-    runtime = OnnxChampionRuntime(Path(graph).read_bytes(), entry, threads=threads, options=options)
-    runtime.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
-    return runtime
+    return OnnxChampionRuntime(Path(graph).read_bytes(), entry, threads=threads, options=options)
 
 
 def open_runtime(folder: Path, manifest: dict, compact: bool = False) -> OnnxChampionRuntime:

@@ -1,16 +1,13 @@
-"""Build an Engine natively from a package folder: wgpu-py champion, onnxruntime draft."""
+"""Build an Engine natively from a package folder: wgpu-py champion (or the CPU champion), onnxruntime draft."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..chat_template import ChatTemplate
 from ..engine import Engine
-from ..gpu_champion import GPUChampion
+from ..engine_factory import assemble_engine
 from ..package_check import check_package, load_manifest
-from ..tokenizer import Tokenizer
 from .onnx_draft import OnnxDraftRuntime
-from .wgpu_device import WgpuDevice
 
 SHADERS = Path(__file__).resolve().parent.parent.parent / "shaders"
 
@@ -29,25 +26,27 @@ def load_engine(
     MatMulNBits: the browser's low-memory fallback). kernels: the WebGPU matmul family (GPUChampion)."""
     folder = Path(folder)
     manifest = check_package(folder) if check else load_manifest(folder)  # check: refuse a damaged package
-    limit = min(context_limit or manifest["generation"]["context_limit"], manifest["generation"]["context_limit"])
+    champion_runtime, cpu_entry = None, "fallback"
     if backend in ("cpu", "cpu-compact"):
-        from ..cpu_champion import CpuChampion
         from .dense_champion import open_runtime
 
-        champion = CpuChampion(open_runtime(folder, manifest, compact=backend == "cpu-compact"), limit)
-    else:
-        champion = GPUChampion(
-            gpu or WgpuDevice(),
-            manifest,
-            lambda name: (folder / name).read_bytes(),
-            lambda name: (SHADERS / f"{name}.wgsl").read_text(),
-            k_max=k_max,
-            context_limit=limit,
-            kernels=kernels,
-        )
-    tokenizer = Tokenizer.from_json((folder / manifest["tokenizer"]).read_text())
-    template = ChatTemplate.from_jinja((folder / manifest["chat_template"]).read_text())
-    draft = None
-    if manifest.get("draft"):
-        draft = OnnxDraftRuntime(folder / manifest["draft"]["onnx"], manifest["draft"])
-    return Engine(champion, tokenizer, template, manifest, draft, k_max)
+        compact = backend == "cpu-compact" or not manifest.get("cpu_champion")
+        champion_runtime, cpu_entry = open_runtime(folder, manifest, compact), "fallback" if compact else "cpu_champion"
+    elif gpu is None:
+        from .wgpu_device import WgpuDevice
+
+        gpu = WgpuDevice()
+    draft = OnnxDraftRuntime(folder / manifest["draft"]["onnx"], manifest["draft"]) if manifest.get("draft") else None
+    return assemble_engine(
+        manifest,
+        lambda name: (folder / name).read_bytes(),
+        lambda name: (folder / name).read_text(),
+        lambda name: (SHADERS / f"{name}.wgsl").read_text(),
+        gpu=gpu if champion_runtime is None else None,
+        champion_runtime=champion_runtime,
+        cpu_entry=cpu_entry,
+        draft_runtime=draft,
+        k_max=k_max,
+        context_limit=context_limit,
+        kernels=kernels,
+    )

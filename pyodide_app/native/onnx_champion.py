@@ -1,29 +1,36 @@
-"""ChampionRuntime on onnxruntime (native): the package's champion.onnx (all-row logits) with a KV cache."""
+"""ChampionRuntime on onnxruntime (native): a champion graph (all-row logits) through an OnnxKVSession."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import onnxruntime as ort
 
-from .onnx_draft import OnnxDraftRuntime
+from ..cpu_champion import attention_bytes_per_row_key
+from .onnx_session import OnnxKVSession
 
 
-class OnnxChampionRuntime(OnnxDraftRuntime):
+class OnnxChampionRuntime:
+    def __init__(self, path: Path | bytes, entry: dict, threads: int = 1, options: ort.SessionOptions | None = None):
+        self.session = OnnxKVSession(path, entry, threads, options)
+        self.vocab_size = self.session.vocab_size
+        self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
+
+    @property
+    def cached(self) -> list[int]:
+        return self.session.cached
+
+    def reset(self) -> None:
+        self.session.reset()
+
+    def truncate(self, length: int) -> None:
+        self.session.truncate(length)
+
     def run(self, tokens: Sequence[int]) -> list[list[float]]:
         return self.run_array(tokens).astype(np.float64).tolist()
 
     def run_array(self, tokens: Sequence[int]) -> np.ndarray:
         """Feed tokens after the cached ones; float32 logits [T, V], one row per token."""
-        feeds = {
-            "input_ids": np.asarray([list(tokens)], np.int64),
-            "temperature": np.zeros(1, np.float32),
-            "uniform": np.ones(1, np.float32),
-            **self.past,
-        }
-        out = dict(zip(self.outputs, self.session.run(None, feeds)))
-        self.past = {
-            name.replace("present", "past"): value for name, value in out.items() if name.startswith("present")
-        }
-        self.cached.extend(tokens)
-        return out["all_logits"][0]
+        return self.session.feed(tokens)["all_logits"][0]

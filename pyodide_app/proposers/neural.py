@@ -51,7 +51,7 @@ class NeuralProposer:
         if k <= 0:
             return EMPTY_PROPOSAL
         context = list(context)
-        keep = min(common_prefix(self.runtime.cached, context), len(context) - 1)  # feed >= 1 token
+        keep = min(common_prefix(self.runtime.cached, context), len(context) - 1)  # feed at least 1 token
         self.runtime.truncate(keep)
         pending = context[keep:]
         tokens, rows = [], []

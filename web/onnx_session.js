@@ -1,15 +1,16 @@
-// draft.js — the package's draft ONNX (and, without WebGPU, champion.onnx) on onnxruntime-web wasm,
-// with its own KV cache.
-// The browser twin of pyodide_app/native/onnx_draft.py; pyodide_app/browser.py drives it.
-// step() feeds tokens after the cached ones and returns the graph's sampled token and its q row
-// (a Float32Array that goes to the GPU without passing through Python lists).
+// onnx_session.js — one ONNX graph of the package with its KV cache on onnxruntime-web: the draft, and
+// without WebGPU the CPU champion (champion_cpu.onnx or champion.onnx); the bench's onnxruntime-web peers too.
+// The browser twin of pyodide_app/native/onnx_session.py; pyodide_app/browser/onnx_session.py drives it.
+// step() feeds tokens after the cached ones and returns the graph's sampled token, its q row (a
+// Float32Array that goes to the GPU without passing through Python lists) and, for champions, the logits
+// of every fed row.
 
-export class DraftRunner {
+export class OnnxKVSession {
   // externalData: [{path, data}] for a graph whose weights are not in its file (the float32 CPU champion).
   static async create(ort, modelBytes, entry, executionProviders = ["wasm"], externalData = undefined) {
     const options = { executionProviders, graphOptimizationLevel: "all", ...(externalData ? { externalData } : {}) };
     const session = await ort.InferenceSession.create(modelBytes, options);
-    return new DraftRunner(ort, session, entry);
+    return new OnnxKVSession(ort, session, entry);
   }
 
   constructor(ort, session, entry) {
@@ -67,10 +68,5 @@ export class DraftRunner {
   // Frees the session's memory now (a CPU champion timed and not chosen).
   async release() {
     await this.session.release();
-  }
-
-  // The no-WebGPU champion (champion.onnx): logits of every fed row, [T * V] floats.
-  async run(tokens) {
-    return (await this.step(tokens, 0, 1)).rows;
   }
 }

@@ -1,0 +1,94 @@
+"""ONNX graphs with their KV cache on web/onnx_session.js (onnxruntime-web), behind the interfaces the
+native twins (native/onnx_session.py, onnx_draft.py, onnx_champion.py) implement: one session type, a
+thin draft adapter (step) and a thin champion adapter (run). Runs return Steps (waits.py)."""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any, Sequence
+
+from ..acceptance import FullRow, ReducedRow
+from ..champion import CachedPrefix
+from ..cpu_champion import attention_bytes_per_row_key
+from ..waits import wait_for
+from .js import ffi
+
+
+class BrowserOnnxSession:
+    """The JS OnnxKVSession and the tokens its KV rows hold."""
+
+    def __init__(self, runner: Any, entry: dict):
+        self.runner = runner
+        self.vocab_size = entry["config"]["vocab_size"]
+        self.prefix = CachedPrefix()
+
+    @property
+    def cached(self) -> list[int]:
+        return self.prefix.tokens
+
+    def reset(self) -> None:
+        self.runner.reset()
+        self.prefix.clear()
+
+    def truncate(self, length: int) -> None:
+        if length < len(self.prefix):
+            self.runner.truncate(length)
+            self.prefix.truncate(length)
+
+    def feed(self, tokens: Sequence[int], temperature: float = 0.0, uniform: float = 1.0):
+        """Steps -> the JS result {token, probs, rows} of running tokens after the cached ones."""
+        result = yield from wait_for(self.runner.step(ffi().to_js(list(tokens)), temperature, uniform))
+        self.prefix.extend(tokens)
+        return result
+
+
+class BrowserDraftRuntime:
+    """DraftRuntime (proposers/neural.py) on a BrowserOnnxSession."""
+
+    def __init__(self, runner: Any, entry: dict):
+        self.session = BrowserOnnxSession(runner, entry)
+        self.vocab_size = self.session.vocab_size
+        self.id_map = None if entry.get("id_map") is None else tuple(entry["id_map"])
+
+    @property
+    def cached(self) -> list[int]:
+        return self.session.cached
+
+    def reset(self) -> None:
+        self.session.reset()
+
+    def truncate(self, length: int) -> None:
+        self.session.truncate(length)
+
+    def step(self, tokens: Sequence[int], temperature: float, uniform: float):
+        """Steps -> (token, q row)."""
+        result = yield from self.session.feed(tokens, temperature, uniform)
+        probs = result.probs  # a JS Float32Array: it reaches the GPU without a Python copy
+        row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
+        return int(result.token), row
+
+
+class BrowserChampionRuntime:
+    """ChampionRuntime (cpu_champion.py) on a BrowserOnnxSession loaded with the CPU champion: the float32
+    graph (manifest "cpu_champion", weights from the shards) or the compact champion.onnx ("fallback")."""
+
+    def __init__(self, runner: Any, entry: dict):
+        self.session = BrowserOnnxSession(runner, entry)
+        self.vocab_size = self.session.vocab_size
+        self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
+
+    @property
+    def cached(self) -> list[int]:
+        return self.session.cached
+
+    def truncate(self, length: int) -> None:
+        self.session.truncate(length)
+
+    def run(self, tokens: Sequence[int]):
+        """Steps -> one logits row per token."""
+        result = yield from self.session.feed(tokens)
+        flat = result.rows.to_py()  # memoryview of the f32 rows [T * V]
+        values = array("f")
+        values.frombytes(flat.cast("B"))
+        v = self.vocab_size
+        return [values[i * v : (i + 1) * v].tolist() for i in range(len(tokens))]
