@@ -1,6 +1,6 @@
 """Browser fixtures: sites served on 127.0.0.1, and the three engines behind one App interface.
 
-Engines (launch recipes of FACTS.md; a leg that cannot start fails with the reason, never skips):
+Engines (a leg that cannot start fails with the reason, never skips):
   chromium          Chromium, WebGPU on SwiftShader                (Playwright)
   firefox           Firefox ESR, WebGPU on lavapipe                (Playwright)
   webkitgtk         WebKitGTK MiniBrowser: no WebGPU, no JSPI      (Selenium + WebKitWebDriver, Xvfb)

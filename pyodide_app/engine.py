@@ -18,14 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
 from .costs import CostModel, measure_costs
 from .errors import InvalidSettings, PromptTooLong
-from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats
+from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
 from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
 from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy
@@ -85,8 +85,6 @@ class ChatRequest:
         if proposer not in PROPOSERS:
             raise InvalidSettings(f"proposer must be one of {PROPOSERS}, got {proposer!r}")
         k = spec.get("k", {"none": 0, "auto": k_max}.get(proposer, 4))  # auto: k caps its draft length
-        if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= k_max:
-            raise InvalidSettings(f"k must be an integer in [0, {k_max}], got {k!r}")
         stop = data.get("stop") or ()
         stop = (stop,) if isinstance(stop, str) else tuple(stop)
         if not all(isinstance(s, str) for s in stop):
@@ -98,21 +96,29 @@ class ChatRequest:
             repetition_penalty=_number(data, "repetition_penalty", 1.0),
         ).validate()
         max_tokens = data.get("max_tokens", 256)
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise InvalidSettings(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+        check_integer("max_tokens", max_tokens, 1)  # the engine's name for GenerationConfig.max_new_tokens
         seed = data.get("seed")
         if seed is None:  # a fresh seed per request; reported in the done event, so the answer can be reproduced
             seed = secrets.randbits(SEED_BITS)
-        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 1 << 64:
-            raise InvalidSettings(f"seed must be an integer in [0, 2^64), got {seed!r}")
         adaptive = spec.get("adaptive", False)
-        if not isinstance(adaptive, bool):
-            raise InvalidSettings("adaptive must be true or false")
-        if adaptive and proposer == "auto":
+        if adaptive is True and proposer == "auto":
             raise InvalidSettings("adaptive k does not combine with the auto proposer, which chooses k itself")
-        return cls(
-            tuple(messages), max_tokens, sampling, stop, seed, proposer, 0 if proposer == "none" else k, adaptive
-        )
+        request = cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, k, adaptive)
+        request.config(k_max, frozenset())  # k, seed, adaptive and the sampling settings: GenerationConfig.validate
+        return replace(request, k=0) if proposer == "none" else request  # a valid k is ignored without drafts
+
+    def config(self, k_max: int, eos_ids: frozenset[int]) -> GenerationConfig:
+        """The orchestrator's settings for this request (validated)."""
+        return GenerationConfig(
+            max_new_tokens=self.max_tokens,
+            k=self.k,
+            k_max=k_max,
+            settings=self.sampling,
+            eos_ids=eos_ids,
+            stop_strings=self.stop,
+            seed=self.seed,
+            adaptive=self.adaptive,
+        ).validate()
 
 
 def _number(data: dict, key: str, default: float):
@@ -248,16 +254,7 @@ class Engine:
                 f"the prompt is {len(prompt)} tokens; the context limit is {limit} (room for at least one more is "
                 "needed)"
             )
-        config = GenerationConfig(
-            max_new_tokens=request.max_tokens,
-            k=request.k,
-            k_max=self.k_max,
-            settings=request.sampling,
-            eos_ids=self.eos_ids,
-            stop_strings=request.stop,
-            seed=request.seed,
-            adaptive=request.adaptive,
-        )
+        config = request.config(self.k_max, self.eos_ids)
         proposer = self._proposer(request)
         orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
         events = orchestrator.generate(prompt, cancel)

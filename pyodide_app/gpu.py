@@ -6,7 +6,7 @@ FFI. Handles are opaque. A forward pass is a *dispatch plan* — a list of
 (pipeline, bind group, workgroup counts) built once per row count T and
 replayed with one `submit` per call.
 
-Portability (FACTS.md): the kernels need only core WebGPU with f32 math, no
+Portability: the kernels need only core WebGPU with f32 math, no
 subgroups, at most 8 storage and 3 uniform buffers per stage, bindings of at most 128 MiB
 and workgroups of at most 256 invocations; `check_limits` refuses adapters
 below that with a clear message.

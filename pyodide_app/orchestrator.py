@@ -57,16 +57,22 @@ class GenerationConfig:
     adaptive: bool = False  # adapt k between rounds (see next_draft_length)
 
     def validate(self) -> "GenerationConfig":
-        if not isinstance(self.k_max, int) or self.k_max < 0:
-            raise InvalidSettings(f"k_max must be an integer >= 0, got {self.k_max!r}")
-        if not isinstance(self.k, int) or not 0 <= self.k <= self.k_max:
-            raise InvalidSettings(f"k must be an integer in [0, {self.k_max}], got {self.k!r}")
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise InvalidSettings(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
-        if not isinstance(self.seed, int) or not 0 <= self.seed < 1 << 64:
-            raise InvalidSettings(f"seed must be an integer in [0, 2^64), got {self.seed!r}")
+        """The one check of these fields (the engine's requests are checked here too)."""
+        check_integer("k_max", self.k_max, 0)
+        check_integer("k", self.k, 0, self.k_max)
+        check_integer("max_new_tokens", self.max_new_tokens, 1)
+        check_integer("seed", self.seed, 0, (1 << 64) - 1, "[0, 2^64)")
+        if not isinstance(self.adaptive, bool):
+            raise InvalidSettings(f"adaptive must be true or false, got {self.adaptive!r}")
         self.settings.validate()
         return self
+
+
+def check_integer(name: str, value, low: int, high: int | None = None, span: str | None = None) -> None:
+    """value is an int (not a bool) in [low, high]; InvalidSettings naming the field otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        wanted = span or (f"in [{low}, {high}]" if high is not None else f">= {low}")
+        raise InvalidSettings(f"{name} must be an integer {wanted}, got {value!r}")
 
 
 @dataclass
@@ -225,7 +231,6 @@ class Orchestrator:
             proposed=len(proposal.tokens),
             accepted=decision.accepted,
             emitted=emitted,
-            terminal_kind=decision.kind if emitted == wanted else "stop",
             successor=successor,
         )
         return commit

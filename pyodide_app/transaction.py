@@ -44,10 +44,6 @@ class RequestState:
     def output(self) -> tuple[int, ...]:
         return self.context[self.prompt_length :]
 
-    @property
-    def frontier(self) -> int:
-        return self.context[-1]
-
 
 @dataclass(frozen=True)
 class RoundCommit:
@@ -58,7 +54,6 @@ class RoundCommit:
     proposed: int  # drafts sent to verification (k of this round)
     accepted: int  # drafts accepted by the verifier (before stop truncation)
     emitted: tuple[int, ...]  # tokens appended to the output
-    terminal_kind: str  # "correction" | "bonus" | "sample", or "stop" when a stop cut it off
     successor: RequestState
 
 

@@ -53,3 +53,15 @@ def test_the_layout_lists_every_build_command():
     line = ARCHITECTURE[ARCHITECTURE.index("python -m build_tools package") :].split("\nweb/")[0]
     listed = set(re.findall(r"[a-z-]+", line.split("python -m build_tools", 1)[1]))
     assert commands <= listed, f"docs/ARCHITECTURE.md's layout lacks {commands - listed}"
+
+
+def test_nothing_points_outside_the_repository():
+    """Comments and docs stand alone: the repository is read without the workspace around it."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    texts = [
+        p for p in tracked if p.endswith((".py", ".js", ".wgsl", ".md", ".html", ".mjs")) and p != "tests/test_docs.py"
+    ]
+    pointing = [p for p in texts if any(m in (ROOT / p).read_text() for m in ("../shared", "FACTS.md", "DESIGN.md"))]
+    assert not pointing, pointing

@@ -23,7 +23,7 @@ let site = null;
 let cacheHits = 0;    // model files served from the Cache API during load (a warm load)
 const peers = {};     // benchmark peers: backend -> {runner, session_s}
 // Where a WebGPU step is faster than this, the CPU champion is not even timed: no wasm champion step has
-// been measured below ~27 ms (FACTS.md), and building it costs ~0.5 GB and seconds.
+// been measured below ~27 ms (SmolLM2's float32 graph, one wasm thread), and building it costs ~0.5 GB and seconds.
 const CPU_PATH_FLOOR_MS = 25;
 
 const post = (message) => self.postMessage(message);
@@ -95,7 +95,7 @@ async function loadRuntime(site) {
   progress("runtime", 2, 3, "draft runtime");
   const ort = await import("./vendor/ort/ort.wasm.min.mjs");
   ort.env.wasm.wasmPaths = new URL("./vendor/ort/", self.location.href).href;
-  ort.env.wasm.numThreads = 1;  // 2 threads were slower than 1 for small MatMuls (FACTS.md)
+  ort.env.wasm.numThreads = 1;  // measured: 2 threads were slower than 1 for these graphs' small MatMuls
   progress("runtime", 3, 3, "ready");
   return ort;
 }
