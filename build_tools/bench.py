@@ -32,7 +32,7 @@ CALL_TIMEOUT_S = 900  # one arm's answer to one prompt; past it the arm counts a
 @dataclass(frozen=True)
 class Arm:
     name: str
-    proposer: str = "none"  # none | prompt_lookup | neural | hybrid | auto; "peer" for onnxruntime-web alone
+    proposer: str = "none"  # one of the engine's PROPOSERS; "peer" for a peer alone
     k: int = 0
     adaptive: bool = False
     peer: str | None = None  # "wasm" | "webgpu" (onnxruntime-web) | "wllama" (llama.cpp's wasm build)

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from .engine import PROPOSERS
 from .errors import SpecChatError
 from .manifest import ManifestError
 
@@ -24,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
     generate.add_argument("--system", help="system message (default: the chat template's own)")
     generate.add_argument(
         "--mode",
-        choices=("auto", "none", "prompt_lookup", "neural", "hybrid"),
+        choices=PROPOSERS,
         default="auto",
         help="draft source; auto chooses the source and k each round from measured costs",
     )

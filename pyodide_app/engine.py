@@ -33,7 +33,8 @@ from .proposers.neural import DraftRuntime
 from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
 
-PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid", "auto")
+PROPOSERS = ("none", "prompt_lookup", "neural", "hybrid", "auto")  # the one list: CLI, bench and page take it from here
+NEEDS_DRAFT = ("neural", "hybrid")  # proposers that cannot run without the package's draft model (auto can)
 REQUEST_KEYS = {
     "messages",
     "max_tokens",
@@ -222,7 +223,7 @@ class Engine:
                 None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, request.sampling.temperature)
             )
             return AutoProposer(CostPolicy(self.costs, self.neural_prior()), neural)  # costs set before the first round
-        if request.proposer in ("neural", "hybrid"):
+        if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
                 raise InvalidSettings(
                     f"this package has no draft model: the {request.proposer} proposer is unavailable"

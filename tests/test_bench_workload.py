@@ -48,3 +48,24 @@ def test_the_workload_hash_is_the_files():
         ("sampled", "json"),
         ("sampled", "ambiguous"),
     ]
+
+
+def test_the_bench_and_the_page_use_the_engines_proposers():
+    """One list (pyodide_app/engine.py PROPOSERS): every bench arm runs one of them, every one has an arm,
+    and the settings panel offers exactly them (the CLI's choices are the list itself)."""
+    import re
+
+    from build_tools.bench import ARMS
+    from pyodide_app.engine import PROPOSERS
+
+    from .conftest import ROOT
+
+    arms = {a.proposer for a in ARMS if a.peer is None}
+    assert arms == set(PROPOSERS)
+    page = (ROOT / "web" / "index.html").read_text()
+    select = page[
+        page.index('<select name="proposer">') : page.index("</select>", page.index('<select name="proposer">'))
+    ]
+    assert re.findall(r'<option value="(\w+)"', select) and set(re.findall(r'<option value="(\w+)"', select)) == set(
+        PROPOSERS
+    )

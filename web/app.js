@@ -6,7 +6,6 @@ import { survivalChart, timeChart } from "./charts.js";
 const DEFAULTS = { proposer: "auto", k: 8, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
   repetition_penalty: 1, seed: null, max_tokens: 256 };  // seed null: a fresh random seed per answer
 const STORAGE_KEY = "spec-chat-settings";
-const PROPOSERS = ["none", "prompt_lookup", "neural", "hybrid", "auto"];
 const $ = (id) => document.getElementById(id);
 
 const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
@@ -265,8 +264,8 @@ async function compare() {
   const s = loadSettings();
   setBusy(true);
   const results = [];
-  for (const proposer of PROPOSERS) {
-    if ((proposer === "neural" || proposer === "hybrid") && !info.draft) continue;  // auto runs without a draft too
+  for (const proposer of info.proposers.all) {  // the engine's list (pyodide_app/engine.py PROPOSERS)
+    if (info.proposers.need_draft.includes(proposer) && !info.draft) continue;  // auto runs without a draft too
     let done = null;
     await runChat(request(s, conversation, { proposer, temperature: 0 }), (event) => { if (event.type === "done") done = event; });
     if (done) results.push(done);

@@ -172,6 +172,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
   let cpu = null;  // {runner, entry: "cpu_champion" | "fallback", notice}
   if (!gpu) cpu = await cpuChampion(ort, files);
   const browser = pyodide.pyimport("pyodide_app.browser");
+  const engineModule = pyodide.pyimport("pyodide_app.engine");  // PROPOSERS, NEEDS_DRAFT
   const limit = Math.min(context, manifest.generation.context_limit);
   const upload = (done, total) => progress("gpu", done, total, "uploading weights to the GPU");
   const kernelChoice = kernels || (gpu && kernelChoices[deviceKey]) || "auto";
@@ -225,6 +226,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
       context: Math.min(context, manifest.generation.context_limit),
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
       load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
+      proposers: { all: engineModule.PROPOSERS.toJs(), need_draft: engineModule.NEEDS_DRAFT.toJs() },
     },
   });
 }
