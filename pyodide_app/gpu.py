@@ -57,7 +57,8 @@ class GPUDevice(Protocol):
 
     def write_buffer(self, buffer: Any, offset: int, data: bytes) -> None: ...
 
-    def create_pipeline(self, code: str, entry_point: str, label: str) -> Any: ...
+    def create_pipeline(self, code: str, entry_point: str, label: str, constants: dict | None = None) -> Any:
+        """constants: values of the kernel's `override` declarations (name -> number or bool)."""
 
     def create_bind_group(self, pipeline: Any, bindings: Sequence[Binding], label: str) -> Any:
         """bindings[i] is @binding(i) of @group(0)."""

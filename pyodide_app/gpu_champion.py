@@ -43,7 +43,13 @@ SHADER_FILES = ("common", "embed", "rmsnorm", "rope_kv", "attention", "swiglu")
 # columns: 8 columns per invocation, activations as a uniform buffer where they fit (CPU rasterisers).
 # split: a workgroup per 8 columns, K split 8 ways, fixed-order reduction (hardware GPUs).
 KERNEL_FAMILIES = ("columns", "split")
-MATMUL_ENTRIES = ("matmul_q4_1", "matmul_q4_1_add", "matmul_q8_0", "matmul_q8_0_add")
+# Matmul pipelines: one entry point per weight format, each compiled plain and accumulating (ACCUMULATE).
+MATMUL_VARIANTS = {  # pipeline name -> (entry point, override constants)
+    "matmul_q4_1": ("matmul_q4_1", {"ACCUMULATE": False}),
+    "matmul_q4_1_add": ("matmul_q4_1", {"ACCUMULATE": True}),
+    "matmul_q8_0": ("matmul_q8_0", {"ACCUMULATE": False}),
+    "matmul_q8_0_add": ("matmul_q8_0", {"ACCUMULATE": True}),
+}
 COLUMNS_PER_INVOCATION = 8
 COLUMNS_PER_SPLIT_GROUP = 8
 PREFILL_ROWS = 64  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
@@ -164,10 +170,10 @@ class GPUChampion:
             source = shader_source(f"matmul_{family}")
             code = header + common + matmul_source(source, uniform_vec4s)
             prefill_code = prefill_header + common + matmul_source(source, None)
-            for entry in MATMUL_ENTRIES:
-                self.pipelines[f"{family}.{entry}"] = gpu.create_pipeline(code, entry, f"{family}.{entry}")
-                self.pipelines[f"prefill.{family}.{entry}"] = gpu.create_pipeline(
-                    prefill_code, entry, f"prefill.{family}.{entry}"
+            for name, (entry, constants) in MATMUL_VARIANTS.items():
+                self.pipelines[f"{family}.{name}"] = gpu.create_pipeline(code, entry, f"{family}.{name}", constants)
+                self.pipelines[f"prefill.{family}.{name}"] = gpu.create_pipeline(
+                    prefill_code, entry, f"prefill.{family}.{name}", constants
                 )
         verify_code = header + common + "".join(shader_source(name) for name in VERIFY_SHADERS)
         self.pipelines["verify"] = gpu.create_pipeline(verify_code, "verify", "verify")

@@ -12,6 +12,8 @@
 // product, computed by the same expression for every t; `rows` is only a loop bound, so a row's result is
 // bitwise identical for every T.
 const COLUMNS: u32 = 8u;
+// Pipeline-overridable: false -> y = x W^T; true -> y += x W^T (the residual adds). One entry point per format.
+override ACCUMULATE: bool = false;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> shape: Shape;
 @group(0) @binding(2) ACTIVATIONS_DECLARATION
@@ -56,20 +58,20 @@ fn sum32(s: Block32) -> f32 {
 // Rows of a column beyond N read column N - 1 (never stored).
 fn column_block(n0: u32, c: u32, b: u32) -> u32 { return min(n0 + c, shape.n - 1u) * (shape.k / 32u) + b; }
 
-fn store(n0: u32, acc_lo: ptr<function, array<vec4<f32>, TMAX>>, acc_hi: ptr<function, array<vec4<f32>, TMAX>>, add: bool) {
+fn store(n0: u32, acc_lo: ptr<function, array<vec4<f32>, TMAX>>, acc_hi: ptr<function, array<vec4<f32>, TMAX>>) {
     for (var t = 0u; t < params.rows; t++) {
         for (var c = 0u; c < COLUMNS; c++) {
             let n = n0 + c;
             if (n < shape.n) {
                 let value = select((*acc_hi)[t][c - 4u], (*acc_lo)[t][c], c < 4u);
                 let at = t * shape.n + n;
-                y[at] = select(value, y[at] + value, add);
+                y[at] = select(value, y[at] + value, ACCUMULATE);
             }
         }
     }
 }
 
-fn columns_q4_1(n0: u32, add: bool) {
+fn columns_q4_1(n0: u32) {
     var acc_lo: array<vec4<f32>, TMAX>;
     var acc_hi: array<vec4<f32>, TMAX>;
     for (var b = 0u; b < shape.k / 32u; b++) {
@@ -92,10 +94,10 @@ fn columns_q4_1(n0: u32, add: bool) {
             acc_hi[t] += d_hi * vec4<f32>(dot32(s, u4), dot32(s, u5), dot32(s, u6), dot32(s, u7)) + m_hi * xs;
         }
     }
-    store(n0, &acc_lo, &acc_hi, add);
+    store(n0, &acc_lo, &acc_hi);
 }
 
-fn columns_q8_0(n0: u32, add: bool) {
+fn columns_q8_0(n0: u32) {
     var acc_lo: array<vec4<f32>, TMAX>;
     var acc_hi: array<vec4<f32>, TMAX>;
     for (var b = 0u; b < shape.k / 32u; b++) {
@@ -116,29 +118,17 @@ fn columns_q8_0(n0: u32, add: bool) {
             acc_hi[t] += d_hi * vec4<f32>(dot32(s, u4), dot32(s, u5), dot32(s, u6), dot32(s, u7));
         }
     }
-    store(n0, &acc_lo, &acc_hi, add);
+    store(n0, &acc_lo, &acc_hi);
 }
 
 @compute @workgroup_size(64)
 fn matmul_q4_1(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x * COLUMNS >= shape.n) { return; }
-    columns_q4_1(id.x * COLUMNS, false);
-}
-
-@compute @workgroup_size(64)
-fn matmul_q4_1_add(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x * COLUMNS >= shape.n) { return; }
-    columns_q4_1(id.x * COLUMNS, true);
+    columns_q4_1(id.x * COLUMNS);
 }
 
 @compute @workgroup_size(64)
 fn matmul_q8_0(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x * COLUMNS >= shape.n) { return; }
-    columns_q8_0(id.x * COLUMNS, false);
-}
-
-@compute @workgroup_size(64)
-fn matmul_q8_0_add(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x * COLUMNS >= shape.n) { return; }
-    columns_q8_0(id.x * COLUMNS, true);
+    columns_q8_0(id.x * COLUMNS);
 }

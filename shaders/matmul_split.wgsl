@@ -7,6 +7,8 @@
 // Batch invariance: a (t, column) result depends only on row t's activations and that fixed order; `rows`
 // only bounds loops, so a row's result is bitwise identical for every T.
 const SLICES: u32 = 8u;
+// Pipeline-overridable: false -> y = x W^T; true -> y += x W^T (the residual adds). One entry point per format.
+override ACCUMULATE: bool = false;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> shape: Shape;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
@@ -43,7 +45,7 @@ fn block_sums(t: u32, b: u32, w: Block32) -> vec2<f32> {
 }
 
 // Writes this invocation's slice sums to partial[t][c][s], then reduces and stores (t, column) pairs.
-fn reduce_and_store(group: u32, l: u32, acc: ptr<function, array<f32, TMAX>>, add: bool) {
+fn reduce_and_store(group: u32, l: u32, acc: ptr<function, array<f32, TMAX>>) {
     for (var t = 0u; t < params.rows; t++) { partial[t * 64u + l] = (*acc)[t]; }
     workgroupBarrier();
     for (var pair = l; pair < params.rows * 8u; pair += 64u) {
@@ -53,12 +55,12 @@ fn reduce_and_store(group: u32, l: u32, acc: ptr<function, array<f32, TMAX>>, ad
         let n = group * 8u + pair % 8u;
         if (n < shape.n) {
             let at = (pair / 8u) * shape.n + n;
-            y[at] = select(sum, y[at] + sum, add);
+            y[at] = select(sum, y[at] + sum, ACCUMULATE);
         }
     }
 }
 
-fn split_q4_1(group: u32, l: u32, add: bool) {
+fn split_q4_1(group: u32, l: u32) {
     let n = min(group * 8u + l / SLICES, shape.n - 1u);  // columns beyond N are computed on N - 1, never stored
     let blocks = shape.k / 32u;
     var acc: array<f32, TMAX>;
@@ -71,10 +73,10 @@ fn split_q4_1(group: u32, l: u32, add: bool) {
             acc[t] += dm.x * sums.x + dm.y * sums.y;
         }
     }
-    reduce_and_store(group, l, &acc, add);
+    reduce_and_store(group, l, &acc);
 }
 
-fn split_q8_0(group: u32, l: u32, add: bool) {
+fn split_q8_0(group: u32, l: u32) {
     let n = min(group * 8u + l / SLICES, shape.n - 1u);
     let blocks = shape.k / 32u;
     var acc: array<f32, TMAX>;
@@ -84,17 +86,12 @@ fn split_q8_0(group: u32, l: u32, add: bool) {
         let d = unpack2x16float(scales[i]).x;
         for (var t = 0u; t < params.rows; t++) { acc[t] += d * block_sums(t, b, w).x; }
     }
-    reduce_and_store(group, l, &acc, add);
+    reduce_and_store(group, l, &acc);
 }
 
 @compute @workgroup_size(64)
-fn matmul_q4_1(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q4_1(g.x, l, false); }
+fn matmul_q4_1(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q4_1(g.x, l); }
 
 @compute @workgroup_size(64)
-fn matmul_q4_1_add(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q4_1(g.x, l, true); }
+fn matmul_q8_0(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q8_0(g.x, l); }
 
-@compute @workgroup_size(64)
-fn matmul_q8_0(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q8_0(g.x, l, false); }
-
-@compute @workgroup_size(64)
-fn matmul_q8_0_add(@builtin(workgroup_id) g: vec3<u32>, @builtin(local_invocation_index) l: u32) { split_q8_0(g.x, l, true); }

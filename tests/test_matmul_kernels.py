@@ -96,9 +96,9 @@ class MatmulRig:
         ]
         self.steps = {}
         for add in (False, True):
-            entry = f"matmul_{fmt}{'_add' if add else ''}"
-            pipeline = gpu.create_pipeline(code, entry, entry)
-            self.steps[add] = (pipeline, gpu.create_bind_group(pipeline, bindings, entry))
+            label = f"matmul_{fmt}{'_add' if add else ''}"
+            pipeline = gpu.create_pipeline(code, f"matmul_{fmt}", label, {"ACCUMULATE": add})
+            self.steps[add] = (pipeline, gpu.create_bind_group(pipeline, bindings, label))
         per_group = COLUMNS_PER_INVOCATION * 64 if family == "columns" else COLUMNS_PER_SPLIT_GROUP
         self.workgroups = (-(-N // per_group), 1, 1)
 

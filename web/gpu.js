@@ -90,10 +90,12 @@ export class GpuHelper {
     this.device.queue.writeBuffer(buffer, offset, bytes);
   }
 
-  createPipeline(code, entryPoint, label) {
+  // constantsJson: {name: number} for the kernel's `override` declarations, as JSON.
+  createPipeline(code, entryPoint, label, constantsJson) {
+    const constants = JSON.parse(constantsJson || "{}");
     return this.scoped(`kernel ${label}`, () => {
       const module = this.device.createShaderModule({ code, label });
-      return this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint }, label });
+      return this.device.createComputePipeline({ layout: "auto", compute: { module, entryPoint, constants }, label });
     });
   }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .js import ffi
@@ -25,8 +26,9 @@ class BrowserGPU:
             data = ffi().to_js(memoryview(data))  # a Uint8Array copy of small host data
         self.helper.writeBuffer(buffer, offset, data)  # JS arrays (weights, q rows) pass zero-copy
 
-    def create_pipeline(self, code: str, entry_point: str, label: str):
-        return self.helper.createPipeline(code, entry_point, label)
+    def create_pipeline(self, code: str, entry_point: str, label: str, constants: dict | None = None):
+        values = json.dumps({name: float(value) for name, value in (constants or {}).items()})
+        return self.helper.createPipeline(code, entry_point, label, values)
 
     def create_bind_group(self, pipeline, bindings, label: str):
         rows = [[b.buffer, b.offset, b.size] for b in bindings]

@@ -40,11 +40,12 @@ class WgpuDevice:
             data = bytes(data) + b"\0" * (-len(data) % 4)
         self.device.queue.write_buffer(buffer, offset, data)
 
-    def create_pipeline(self, code: str, entry_point: str, label: str):
+    def create_pipeline(self, code: str, entry_point: str, label: str, constants: dict | None = None):
         module = self.device.create_shader_module(code=code, label=label)
-        return self.device.create_compute_pipeline(
-            layout="auto", compute={"module": module, "entry_point": entry_point}, label=label
-        )
+        stage = {"module": module, "entry_point": entry_point}
+        if constants:
+            stage["constants"] = {name: float(value) for name, value in constants.items()}  # WebGPU: doubles
+        return self.device.create_compute_pipeline(layout="auto", compute=stage, label=label)
 
     def create_bind_group(self, pipeline, bindings: Sequence[Binding], label: str):
         entries = []
