@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from .distill_model import inverse_frequencies, rms_norm, rope, rope_tables
 from .reference import dequantize
 
 
@@ -35,18 +36,10 @@ class BatchedChampion:
         self.k, self.v = torch.zeros(shape), torch.zeros(shape)
         self.lengths = torch.zeros(slots, dtype=torch.long)
         self.capacity = capacity
-        self.inv_freq = c.rope_theta ** (-torch.arange(0, c.head_dim, 2, dtype=torch.float64) / c.head_dim)
+        self.inv_freq = inverse_frequencies(c.rope_theta, c.head_dim)
 
     def clear(self, slot: int) -> None:
         self.lengths[slot] = 0
-
-    def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.config.rms_eps) * weight
-
-    def _rope(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """x [b, T, heads, hd]; cos/sin [b, T, 1, hd/2]; rotates pairs (2i, 2i+1)."""
-        even, odd = x[..., 0::2], x[..., 1::2]
-        return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
 
     @torch.no_grad()
     def feed(self, slots: list[int], tokens: torch.Tensor) -> torch.Tensor:
@@ -58,15 +51,15 @@ class BatchedChampion:
         span = int(positions.max()) + 1
         if span > self.capacity:
             raise ValueError(f"distill champion: a sequence needs {span} KV rows; capacity is {self.capacity}")
-        angles = positions.to(torch.float64)[..., None] * self.inv_freq  # [b, T, hd/2]
-        cos, sin = torch.cos(angles).float()[:, :, None], torch.sin(angles).float()[:, :, None]
+        cos, sin = rope_tables(positions, self.inv_freq)  # [b, T, hd/2]
+        cos, sin = cos[:, :, None], sin[:, :, None]  # broadcast over heads
         allowed = torch.arange(span)[None, None] <= positions[..., None]  # [b, T, span]
         group, scale = c.n_heads // c.n_kv_heads, c.head_dim**-0.5
         x = self.embed[tokens]  # [b, T, D]
         for i, w in enumerate(self.layers):
-            h = self._norm(x, w["attn_norm"])
-            q = self._rope((h @ w["attn_q"].T).view(b, T, c.n_heads, c.head_dim), cos, sin)
-            k = self._rope((h @ w["attn_k"].T).view(b, T, c.n_kv_heads, c.head_dim), cos, sin)
+            h = rms_norm(x, w["attn_norm"], c.rms_eps)
+            q = rope((h @ w["attn_q"].T).view(b, T, c.n_heads, c.head_dim), cos, sin)
+            k = rope((h @ w["attn_k"].T).view(b, T, c.n_kv_heads, c.head_dim), cos, sin)
             v = (h @ w["attn_v"].T).view(b, T, c.n_kv_heads, c.head_dim)
             self.k[i][index[:, None], :, positions] = k  # -> rows [b, T, kvh, hd]
             self.v[i][index[:, None], :, positions] = v
@@ -76,7 +69,7 @@ class BatchedChampion:
             scores = scores.masked_fill(~allowed[:, None, None], float("-inf")).softmax(-1)
             attn = torch.einsum("bkgts,bksd->bkgtd", scores, values).permute(0, 3, 1, 2, 4).reshape(b, T, -1)
             x = x + attn @ w["attn_output"].T
-            h = self._norm(x, w["ffn_norm"])
+            h = rms_norm(x, w["ffn_norm"], c.rms_eps)
             x = x + (torch.nn.functional.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
         self.lengths[index] += T
-        return self._norm(x[:, -1], self.final_norm) @ self.head.T
+        return rms_norm(x[:, -1], self.final_norm, c.rms_eps) @ self.head.T

@@ -89,72 +89,10 @@ def choose_vocabulary(answers: list[Answer], size: int, always: list[int]) -> tu
 
 
 def build_model(shape: DraftShape, embedding: np.ndarray, head_init: np.ndarray, rope_theta: float, rms_eps: float):
-    import torch
-    from torch import nn
+    """The draft to train (distill_model.Draft; imported here so this module loads without torch)."""
+    from .distill_model import Draft
 
-    head_dim = shape.d_model // shape.n_heads
-
-    class RMSNorm(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.ones(shape.d_model))
-
-        def forward(self, x):
-            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + rms_eps) * self.weight
-
-    def rope(x, cos, sin):  # x [B, H, T, hd]; rotate adjacent pairs (2i, 2i+1)
-        even, odd = x[..., 0::2], x[..., 1::2]
-        return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            d, kv = shape.d_model, shape.n_kv_heads * head_dim
-            self.attn_norm, self.ffn_norm = RMSNorm(), RMSNorm()
-            self.q, self.k, self.v = (
-                nn.Linear(d, d, bias=False),
-                nn.Linear(d, kv, bias=False),
-                nn.Linear(d, kv, bias=False),
-            )
-            self.o = nn.Linear(d, d, bias=False)
-            self.gate, self.up = nn.Linear(d, shape.d_ffn, bias=False), nn.Linear(d, shape.d_ffn, bias=False)
-            self.down = nn.Linear(shape.d_ffn, d, bias=False)
-
-        def forward(self, x, cos, sin):
-            b, t, _ = x.shape
-            h = self.attn_norm(x)
-            q = rope(self.q(h).view(b, t, shape.n_heads, head_dim).transpose(1, 2), cos, sin)
-            k = rope(self.k(h).view(b, t, shape.n_kv_heads, head_dim).transpose(1, 2), cos, sin)
-            v = self.v(h).view(b, t, shape.n_kv_heads, head_dim).transpose(1, 2)
-            group = shape.n_heads // shape.n_kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
-            h = self.ffn_norm(x)
-            return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
-
-    class Draft(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = nn.Embedding.from_pretrained(torch.tensor(embedding, dtype=torch.float32), freeze=True)
-            self.blocks = nn.ModuleList(Block() for _ in range(shape.n_layers))
-            self.norm = RMSNorm()
-            self.head = nn.Linear(shape.d_model, len(head_init), bias=False)
-            with torch.no_grad():
-                self.head.weight.copy_(torch.tensor(head_init, dtype=torch.float32))
-            inv_freq = rope_theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-            self.register_buffer("inv_freq", inv_freq, persistent=False)
-
-        def forward(self, ids):  # ids [B, T] -> logits [B, T, V']
-            t = ids.shape[1]
-            angles = torch.arange(t, dtype=torch.float64)[:, None] * self.inv_freq[None, :]
-            cos, sin = torch.cos(angles).float(), torch.sin(angles).float()
-            x = self.embed(ids)
-            for block in self.blocks:
-                x = block(x, cos, sin)
-            return self.head(self.norm(x))
-
-    return Draft()
+    return Draft(shape, embedding, head_init, rope_theta, rms_eps)
 
 
 def projected_embedding(champion_embedding: np.ndarray, d_model: int) -> np.ndarray:
@@ -221,6 +159,8 @@ def train(
 ) -> dict:
     import torch
 
+    from .distill_model import cosine_lr
+
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -232,8 +172,8 @@ def train(
             elapsed = time.monotonic() - started
             if elapsed >= budget:
                 break
-            for group in optimizer.param_groups:  # cosine decay over the time budget
-                group["lr"] = lr * 0.5 * (1 + math.cos(math.pi * elapsed / budget))
+            for group in optimizer.param_groups:
+                group["lr"] = cosine_lr(lr, elapsed, budget)
             loss = batch_loss(model, batch, vocab, distill_weight)
             optimizer.zero_grad()
             loss.backward()
