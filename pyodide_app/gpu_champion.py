@@ -253,35 +253,37 @@ class GPUChampion:
         return weights
 
     def _allocate_scratch(self) -> None:
+        """Every buffer but the weights. t = prefill_rows: activations hold a prefill chunk; logits and the
+        verify buffers hold T_max rows. Shapes below are in elements (f32 unless marked u32)."""
         c, gpu = self.config, self.gpu
-        t = self.prefill_rows  # activations hold a prefill chunk; logits and verify buffers T_max rows
+        t = self.prefill_rows
         f32 = 4
-        self.params = gpu.create_buffer(PARAMS.size, "params", usage="uniform")
-        self.tokens = gpu.create_buffer(t * 4, "tokens")
-        self.x = gpu.create_buffer(t * c.d_model * f32, "x")
-        # Matmul inputs (h, attn, gate); the verify plans may bind them as uniform arrays of T_max * k_widest floats.
+        self.params = gpu.create_buffer(PARAMS.size, "params", usage="uniform")  # kernel_abi.PARAMS
+        self.tokens = gpu.create_buffer(t * 4, "tokens")  # u32 [t]: the call's input tokens
+        self.x = gpu.create_buffer(t * c.d_model * f32, "x")  # [t, D]: the residual stream
+        # Matmul inputs [t, k_widest]; the verify plans may bind them as uniform arrays of T_max * k_widest floats.
         matmul_input = t * self.k_widest * f32
         usage = "storage+uniform" if self.uniform_activations else "storage"
-        self.h = gpu.create_buffer(matmul_input, "h", usage=usage)
-        self.q = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "q")
-        self.k_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "k_new")
-        self.v_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "v_new")
-        self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)
-        self.gate = gpu.create_buffer(matmul_input, "gate", usage=usage)
-        self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")
-        self.logits = gpu.create_buffer(self.t_max * c.vocab_size * f32, "logits")
-        kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32
+        self.h = gpu.create_buffer(matmul_input, "h", usage=usage)  # [t, D]: the normed stream
+        self.q = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "q")  # [t, H, HD]
+        self.k_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "k_new")  # [t, KVH, HD]
+        self.v_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "v_new")  # [t, KVH, HD]
+        self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)  # [t, H * HD]: attention output
+        self.gate = gpu.create_buffer(matmul_input, "gate", usage=usage)  # [t, FFN]: gate, then silu(gate) * up
+        self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")  # [t, FFN]
+        self.logits = gpu.create_buffer(self.t_max * c.vocab_size * f32, "logits")  # [T_max, V]
+        kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32  # per layer: [KVH, CTX, HD]
         self.k_cache = [gpu.create_buffer(kv_bytes, f"k_cache.{i}") for i in range(c.n_layers)]
         self.v_cache = [gpu.create_buffer(kv_bytes, f"v_cache.{i}") for i in range(c.n_layers)]
-        self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")
+        self.rope = gpu.create_buffer(self.context_limit * c.head_dim // 2 * 2 * f32, "rope")  # [CTX, HD/2, 2]
         gpu.write_buffer(self.rope, 0, rope_table(c, self.context_limit))
-        self.verify_cfg = gpu.create_buffer(VERIFY.size, "verify_cfg", usage="uniform")
+        self.verify_cfg = gpu.create_buffer(VERIFY.size, "verify_cfg", usage="uniform")  # kernel_abi.VERIFY
         self.presence_words = (c.vocab_size + 31) // 32
-        self.presence = gpu.create_buffer(self.presence_words * 4, "presence")
-        self.q_rows = gpu.create_buffer((self.t_max - 1) * c.vocab_size * f32, "q_rows")
-        self.id_map = gpu.create_buffer(c.vocab_size * 4, "id_map")
-        self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")
-        self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")
+        self.presence = gpu.create_buffer(self.presence_words * 4, "presence")  # u32 [ceil(V/32)]: context bitmap
+        self.q_rows = gpu.create_buffer((self.t_max - 1) * c.vocab_size * f32, "q_rows")  # [k_max, V or Q]
+        self.id_map = gpu.create_buffer(c.vocab_size * 4, "id_map")  # u32 [Q <= V]: reduced rows' token ids
+        self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")  # [2, V]: processed row, residual
+        self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")  # kernel_abi.VERIFY_RESULT
         self.shapes = {}
         activations = (
             t * c.d_model
