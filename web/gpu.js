@@ -14,6 +14,23 @@ const LIMIT_NAMES = {
 };
 const PORTABLE_BINDING = 128 * 1024 * 1024;
 
+// Firefox's GPU process completes WebGPU work on a 100 ms timer (Mozilla bug 1870699), so an awaited
+// mapAsync resolves up to 100 ms after the work is done. A queue submission also polls the device, so
+// while a read is pending we submit empty command buffers: every task for the first NUDGE_BUSY_MS, then
+// every NUDGE_BACKOFF_MS (a flood of submissions can stall that process too), at most NUDGE_LIMIT_MS.
+const NUDGE_POLLS = typeof navigator !== "undefined" && /Firefox\//.test(navigator.userAgent);
+const NUDGE_BUSY_MS = 20;
+const NUDGE_BACKOFF_MS = 4;
+const NUDGE_LIMIT_MS = 2000;  // a lost device never resolves the map: stop submitting into it
+
+// The next task, without setTimeout's minimum delay (a message to ourselves).
+const taskChannel = new MessageChannel();
+const taskWaiters = [];
+taskChannel.port1.onmessage = () => taskWaiters.shift()?.();
+function nextTask() {
+  return new Promise((resolve) => { taskWaiters.push(resolve); taskChannel.port2.postMessage(null); });
+}
+
 // The first n non-empty lines of a (multi-line) WebGPU message, as one line.
 function firstLines(message, n) {
   return String(message).split("\n").map((line) => line.trim()).filter(Boolean).slice(0, n).join(" ");
@@ -126,6 +143,22 @@ export class GpuHelper {
     this.device.queue.submit([encoder.finish()]);
   }
 
+  // staging.mapAsync(READ), nudging Firefox's device polls while it is pending (see NUDGE_POLLS).
+  async mapForRead(staging) {
+    const mapping = staging.mapAsync(GPUMapMode.READ);
+    if (!NUDGE_POLLS) return mapping;
+    let pending = true;
+    const settled = mapping.finally(() => { pending = false; });
+    const started = performance.now();
+    await nextTask();  // a read that is already done costs no submission
+    while (pending && performance.now() - started < NUDGE_LIMIT_MS) {
+      this.device.queue.submit([this.device.createCommandEncoder().finish()]);
+      if (performance.now() - started < NUDGE_BUSY_MS) await nextTask();
+      else await new Promise((resolve) => setTimeout(resolve, NUDGE_BACKOFF_MS));
+    }
+    return settled;
+  }
+
   async readBuffer(buffer, offset, size) {
     this.check();
     const bytes = Math.ceil(size / 4) * 4;
@@ -137,7 +170,7 @@ export class GpuHelper {
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(buffer, offset, staging, 0, bytes);
     this.device.queue.submit([encoder.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
+    await this.mapForRead(staging);
     const copy = new Uint8Array(staging.getMappedRange().slice(0, size));
     staging.unmap();
     this.check();  // what the submitted work met (an invalid kernel, a lost device) fails this read

@@ -7,23 +7,34 @@
 
 export class OnnxKVSession {
   // externalData: [{path, data}] for a graph whose weights are not in its file (the float32 CPU champion).
+  // On the WebGPU execution provider the KV cache stays on the GPU between steps (present_* outputs bound as
+  // GPU buffers and fed back as past_*), as Transformers.js users run it; elsewhere it lives in host arrays.
   static async create(ort, modelBytes, entry, executionProviders = ["wasm"], externalData = undefined) {
+    const kvOnDevice = executionProviders.includes("webgpu");
     const options = { executionProviders, graphOptimizationLevel: "all", ...(externalData ? { externalData } : {}) };
+    if (kvOnDevice) {
+      const names = [];
+      for (let i = 0; i < entry.config.n_layers; i++) names.push(`present_key_${i}`, `present_value_${i}`);
+      options.preferredOutputLocation = Object.fromEntries(names.map((name) => [name, "gpu-buffer"]));
+    }
     const session = await ort.InferenceSession.create(modelBytes, options);
-    return new OnnxKVSession(ort, session, entry);
+    return new OnnxKVSession(ort, session, entry, kvOnDevice);
   }
 
-  constructor(ort, session, entry) {
+  constructor(ort, session, entry, kvOnDevice = false) {
     this.ort = ort;
     this.session = session;
+    this.kvOnDevice = kvOnDevice;
     const c = entry.config;
     this.layers = c.n_layers;
     this.kvHeads = c.n_kv_heads;
     this.headDim = c.head_dim;
+    this.past = {};
     this.reset();
   }
 
   reset() {
+    for (const { device } of Object.values(this.past)) device?.dispose();
     this.past = {};
     for (let i = 0; i < this.layers; i++) {
       for (const kind of ["key", "value"]) {
@@ -35,10 +46,12 @@ export class OnnxKVSession {
 
   // Keep the first `length` cached rows (logical rollback: the arrays are sliced on the next step).
   truncate(length) {
+    if (this.kvOnDevice && length < this.length) throw new Error("a GPU-resident KV cache cannot be rolled back");
     this.length = Math.min(this.length, length);
   }
 
   tensor(name) {
+    if (this.past[name].device) return this.past[name].device;  // [1, heads, length, dim] on the GPU
     const { data } = this.past[name];
     const rowFloats = this.headDim;
     const full = data.length / (this.kvHeads * rowFloats);  // rows held per head
@@ -59,7 +72,9 @@ export class OnnxKVSession {
     for (const name of Object.keys(this.past)) feeds[name] = this.tensor(name);
     const out = await this.session.run(feeds);
     for (const name of Object.keys(this.past)) {
-      this.past[name] = { data: out[name.replace("past", "present")].data };
+      const present = out[name.replace("past", "present")];
+      this.past[name].device?.dispose();  // fed to this step; its successor holds the rows now
+      this.past[name] = this.kvOnDevice ? { device: present } : { data: present.data };
     }
     this.length += tokens.length;
     return { token: Number(out.token.data[0]), probs: out.probs.data, rows: out.all_logits?.data ?? null };

@@ -314,7 +314,8 @@ async function profile({ rows, repeats }) {
 }
 
 // The peer users would otherwise pick: the same champion (champion.onnx) decoded greedily on
-// onnxruntime-web alone, wasm or WebGPU execution provider, one token per run, KV cache via host arrays.
+// onnxruntime-web alone, wasm or WebGPU execution provider, one token per run; on WebGPU the KV cache
+// stays on the GPU between runs (OnnxKVSession).
 async function peerRunner(backend) {
   if (!peers[backend]) {
     const started = performance.now();
