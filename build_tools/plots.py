@@ -1,5 +1,5 @@
 """PNG plots of a bench.json (matplotlib, no display): survival by stratum, latency waterfall,
-speed-up CDF, break-even by output length."""
+speed-up CDF, break-even by output length, a method x stratum heat map, memory vs latency."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def write_plots(result: dict, out: Path) -> list[Path]:
         ("waterfall", _waterfall),
         ("speedup_cdf", _speedup_cdf),
         ("break_even", _break_even),
+        ("heatmap", _heatmap),
+        ("memory_latency", _memory_latency),
     ):
-        figure, axes = plt.subplots(figsize=(8, 5))
+        figure, axes = plt.subplots(figsize=(9, 6) if name == "heatmap" else (8, 5))
         draw(result, axes)
         figure.tight_layout()
         path = out / f"{name}.png"
@@ -117,3 +119,56 @@ def _break_even(result, axes):
         ylabel="speed-up vs none",
     )
     axes.legend(fontsize=7)
+
+
+def heatmap_cells(result) -> tuple[list[str], list[str], list[list[float | None]]]:
+    """(arms, strata, speed-up vs none [arm][stratum]) of the greedy setting; peers are rows too."""
+    rows = _greedy_rows(result)
+    strata = sorted({r["stratum"] for r in rows})
+    arms = [a["name"] for a in result["arms"] if any(r["arm"] == a["name"] for r in rows)]
+    value = {(r["arm"], r["stratum"]): r["speedup_vs_none"] for r in rows}
+    return arms, strata, [[value.get((arm, stratum)) for stratum in strata] for arm in arms]
+
+
+def _heatmap(result, axes):
+    import math
+
+    arms, strata, cells = heatmap_cells(result)
+    grid = [[math.nan if v is None else math.log2(v) for v in row] for row in cells]  # log2: 1x is the midpoint
+    image = axes.imshow(grid, cmap="RdBu", vmin=-2, vmax=2, aspect="auto")
+    axes.set_xticks(range(len(strata)), strata, rotation=30, ha="right", fontsize=8)
+    axes.set_yticks(range(len(arms)), arms, fontsize=8)
+    for i, row in enumerate(cells):
+        for j, v in enumerate(row):
+            axes.text(j, i, "—" if v is None else f"{v:.2f}", ha="center", va="center", fontsize=7)
+    axes.figure.colorbar(image, ax=axes, label="log2 decode speed-up vs none")
+    axes.set(title="Decode speed-up vs champion alone (greedy, median per stratum)")
+
+
+def memory_points(result) -> list[tuple[str, float, float]]:
+    """(arm, megabytes the page holds for it, median ms per output token) for our arms: the champion's
+    weights, KV capacity and scratch, plus the draft for arms that run it. The peers' memory is not
+    visible from the page, so they are not placed."""
+    memory = result.get("memory_bytes") or {}
+    base = sum(memory.get(k, 0) for k in ("weights", "kv", "scratch"))
+    rows = {r["arm"]: r for r in result["summary"] if r["setting"] == "greedy" and r["stratum"].startswith("all")}
+    points = []
+    for arm in result["arms"]:
+        row = rows.get(arm["name"])
+        if arm.get("peer") or not row or not row["decode_tps"]:
+            continue
+        uses_draft = arm["proposer"] in ("neural", "hybrid", "auto")
+        megabytes = (base + (memory.get("draft", 0) if uses_draft else 0)) / 2**20
+        points.append((arm["name"], megabytes, 1000 / row["decode_tps"]))
+    return points
+
+
+def _memory_latency(result, axes):
+    for name, megabytes, ms in memory_points(result):
+        axes.scatter(megabytes, ms)
+        axes.annotate(name, (megabytes, ms), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    axes.set(
+        title="Memory held vs median latency per token (greedy, all strata)",
+        xlabel="MiB (champion weights + KV capacity + scratch, + draft where used)",
+        ylabel="ms per output token",
+    )

@@ -82,6 +82,6 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
         bench["load"]["warm"]["model_files_from_cache"] == bench["load"]["warm"]["model_files"]
     )  # the second load is warm
     assert set(bench["memory_bytes"]) == {"weights", "kv", "scratch", "draft"}
-    for plot in ("survival", "waterfall", "speedup_cdf", "break_even"):
+    for plot in ("survival", "waterfall", "speedup_cdf", "break_even", "heatmap", "memory_latency"):
         assert (out / f"{plot}.png").stat().st_size > 5_000
     assert "| greedy | all (excl. repetitive) | none |" in (out / "table.md").read_text()
