@@ -2,6 +2,7 @@
 
     <|im_start|>{role}\\n{content}<|im_end|>\\n   per message
     <|im_start|>assistant\\n                      when a reply is wanted
+    <|im_start|>assistant\\n{content}               when the last (assistant) message is continued
 
 When the first message is not a system message, the template's default
 system message comes first. The package keeps the original Jinja template;
@@ -39,7 +40,13 @@ class ChatTemplate:
         match = _DEFAULT_SYSTEM.search(source)
         return cls(match.group(1) if match else None)
 
-    def render(self, messages: Sequence[Mapping[str, str]], add_generation_prompt: bool = True) -> str:
+    def render(
+        self, messages: Sequence[Mapping[str, str]], add_generation_prompt: bool = True, continue_final: bool = False
+    ) -> str:
+        """continue_final: the last message is an assistant answer left open (no end marker), so the model
+        carries on writing it; there is then no generation prompt."""
+        if continue_final and (not messages or messages[-1].get("role") != "assistant"):
+            raise TemplateError("only an assistant message can be continued: the last message must be one")
         parts = []
         for index, message in enumerate(messages):
             role, content = message.get("role"), message.get("content")
@@ -50,6 +57,8 @@ class ChatTemplate:
             if index == 0 and role != "system" and self.default_system is not None:
                 parts.append(f"{IM_START}system\n{self.default_system}{IM_END}\n")
             parts.append(f"{IM_START}{role}\n{content}{IM_END}\n")
-        if add_generation_prompt:
+        if continue_final:
+            parts[-1] = parts[-1].removesuffix(f"{IM_END}\n")
+        elif add_generation_prompt:
             parts.append(f"{IM_START}assistant\n")
         return "".join(parts)

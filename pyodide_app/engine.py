@@ -2,6 +2,7 @@
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
                  "repetition_penalty": 1.0, "stop": [...], "seed": None (a fresh random seed),
+                 "continue_final_message": False (True: the last message is an assistant answer to carry on),
                  "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid" | "auto", "k": 4,
                                  "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
@@ -45,6 +46,7 @@ REQUEST_KEYS = {
     "stop",
     "seed",
     "speculative",
+    "continue_final_message",
 }
 RECEIPT_VERSION = 1
 SEED_BITS = 53  # random default seeds stay exact as JavaScript numbers (explicit seeds may use all 64 bits)
@@ -70,6 +72,7 @@ class ChatRequest:
     proposer: str
     k: int
     adaptive: bool
+    continue_final: bool = False  # the last message is an assistant answer the model carries on
 
     @classmethod
     def from_dict(cls, data: dict, k_max: int) -> "ChatRequest":
@@ -104,7 +107,10 @@ class ChatRequest:
         adaptive = spec.get("adaptive", False)
         if adaptive is True and proposer == "auto":
             raise InvalidSettings("adaptive k does not combine with the auto proposer, which chooses k itself")
-        request = cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, k, adaptive)
+        continue_final = data.get("continue_final_message", False)
+        if not isinstance(continue_final, bool):
+            raise InvalidSettings(f"continue_final_message must be true or false, got {continue_final!r}")
+        request = cls(tuple(messages), max_tokens, sampling, stop, seed, proposer, k, adaptive, continue_final)
         request.config(k_max, frozenset())  # k, seed, adaptive and the sampling settings: GenerationConfig.validate
         return replace(request, k=0) if proposer == "none" else request  # a valid k is ignored without drafts
 
@@ -209,9 +215,10 @@ class Engine:
         if self.draft_runtime is not None:
             self.draft_runtime.reset()
 
-    def encode_prompt(self, messages: Sequence[dict]) -> list[int]:
+    def encode_prompt(self, messages: Sequence[dict], continue_final: bool = False) -> list[int]:
+        """Token ids of the rendered conversation (continue_final: see ChatTemplate.render)."""
         try:
-            return self.tokenizer.encode(self.template.render(messages))
+            return self.tokenizer.encode(self.template.render(messages, continue_final=continue_final))
         except TemplateError as error:
             raise InvalidSettings(str(error)) from None
 
@@ -248,7 +255,7 @@ class Engine:
         """Validate (raising InvalidSettings before any work), then stream events (dicts). Asynchronous
         runtimes (the browser's) also put their Waits in the stream for the driver to settle."""
         request = ChatRequest.from_dict(data, self.k_max)
-        prompt = self.encode_prompt(request.messages)
+        prompt = self.encode_prompt(request.messages, request.continue_final)
         limit = self.champion.context_limit
         if len(prompt) >= limit:
             raise PromptTooLong(

@@ -544,3 +544,33 @@ def test_memory_report_counts_what_each_champion_holds(synth_package):
     assert dense["weights"] == files[manifest["cpu_champion"]["onnx"]]["bytes"] + 4 * values
     assert compact["weights"] == files[manifest["fallback"]["onnx"]]["bytes"]
     assert dense["kv"] == compact["kv"] > 0 and dense["draft"] == compact["draft"] > 0
+
+
+def test_continue_carries_an_answer_on_where_the_token_limit_cut_it(real_package):
+    """Continue after a length stop: the champion reads its own cut answer back as text (no end marker after
+    it) and goes on. Greedy, that is the longer answer it would have given at once whenever the cut text
+    tokenises back to the same ids: checked here on the real model (SmolLM2's BPE on prose), not assumed.
+    (The synthetic model's random tokens do not round-trip, so it cannot show this.)"""
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(real_package, context_limit=512, backend="cpu")
+    user = [{"role": "user", "content": QUESTION}]
+    whole = chat(engine, QUESTION, max_tokens=24, temperature=0)
+    cut = chat(engine, QUESTION, max_tokens=12, temperature=0)
+    assert cut["finish_reason"] == "length" and cut["tokens"] == whole["tokens"][:12]
+    opened = [*user, {"role": "assistant", "content": cut["text"]}]
+    prompt = engine.encode_prompt(opened, continue_final=True)
+    assert prompt == engine.encode_prompt(user) + cut["tokens"], "the cut text must tokenise back to its ids"
+    request = {"messages": opened, "continue_final_message": True, "max_tokens": 12, "temperature": 0}
+    rest = list(engine.chat({**request, "speculative": {"proposer": "prompt_lookup", "k": 4}}))[-1]
+    assert rest["usage"]["prompt_tokens"] == len(prompt)
+    assert rest["tokens"] == whole["tokens"][12:]
+    assert cut["text"] + rest["text"] == whole["text"]
+
+
+@pytest.mark.parametrize(
+    "messages, flag", [([{"role": "user", "content": "hi"}], True), ([{"role": "assistant", "content": "hi"}], "yes")]
+)
+def test_continue_needs_an_assistant_message_last_and_a_boolean(synth_engine, messages, flag):
+    with pytest.raises(InvalidSettings):
+        synth_engine.chat({"messages": messages, "continue_final_message": flag})
