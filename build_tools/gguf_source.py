@@ -116,4 +116,5 @@ def read_gguf(path: Path) -> ModelSource:
     if template is None:
         raise SourceError(f"{model.path}: no chat template (tokenizer.chat_template) in the GGUF metadata")
     tensors = {t.name: read_tensor(model, t) for t in model.reader.tensors}
-    return ModelSource(str(model.path), config, tokenizer_data(model), template, tensors)
+    license = model.field("general.license")
+    return ModelSource(str(model.path), config, tokenizer_data(model), template, tensors, license)

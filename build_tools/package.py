@@ -275,6 +275,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "source": Path(champion.origin).name,
+        "license": champion.license,
         "champion": {"config": champion.config.to_dict(), "tensors": tensors},
         "draft": draft_entry,
         "fallback": fallback_entry,

@@ -1,7 +1,8 @@
 """Assemble the static site: the page (web/), the vendored runtimes, the orchestrator, the shaders, a model.
 
-    web/                 index.html, app.js, worker.js, gpu.js, onnx_session.js, dequant.js, markdown.js, charts.js,
-                         sw.js, style.css
+    web/                 index.html, style.css, the page's modules (app.js, worker_client.js, settings.js, store.js,
+                         compare.js, export.js, clipboard.js, markdown.js, charts.js), the worker's (worker.js,
+                         gpu.js, onnx_session.js, dequant.js), sw.js
     web/vendor/pyodide/  Pyodide core from node_modules (no CDN, no package fetches)
     web/vendor/ort/      onnxruntime-web wasm backend from node_modules
     web/vendor/pyodide_app/, shaders/   the orchestrator's Python files and the WGSL kernels
@@ -30,6 +31,12 @@ ORT_WEBGPU_FILES = ("ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs",
 PAGE_FILES = (
     "index.html",
     "app.js",
+    "worker_client.js",
+    "settings.js",
+    "store.js",
+    "compare.js",
+    "export.js",
+    "clipboard.js",
     "worker.js",
     "gpu.js",
     "onnx_session.js",

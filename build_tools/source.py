@@ -38,6 +38,7 @@ class ModelSource:
     tokenizer: dict  # tokenizer.json content (see gguf_source.tokenizer_data)
     chat_template: str
     tensors: dict[str, Tensor] = field(default_factory=dict)
+    license: str | None = None  # the model's licence as its source states it (GGUF general.license)
 
     def require(self, name: str) -> Tensor:
         tensor = self.tensors.get(name)

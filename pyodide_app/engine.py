@@ -222,6 +222,23 @@ class Engine:
         except TemplateError as error:
             raise InvalidSettings(str(error)) from None
 
+    def fit_conversation(self, messages: Sequence[dict], room: int) -> dict:
+        """How much of a chat fits the context with `room` tokens left for the answer: drops the oldest
+        turns (a user message with the answer after it; never the system message, never the last message)
+        until the prompt fits. -> {"dropped": messages left out after the system message, "prompt_tokens": of
+        what is kept, "fits": whether that fits, "limit": the context limit in tokens}."""
+        limit = self.champion.context_limit
+        head = 1 if messages and messages[0].get("role") == "system" else 0
+        last = len(messages) - 1
+        start = head  # the first message kept after the system message
+        while True:
+            count = len(self.encode_prompt([*messages[:head], *messages[start:]]))
+            fits = count + room <= limit
+            if fits or start >= last:
+                return {"dropped": start - head, "prompt_tokens": count, "fits": fits, "limit": limit}
+            turn = messages[start].get("role") == "user" and start + 1 < last
+            start += 2 if turn and messages[start + 1].get("role") == "assistant" else 1
+
     def _proposer(self, request: ChatRequest):
         if request.proposer == "prompt_lookup":
             return PromptLookup()

@@ -574,3 +574,35 @@ def test_continue_carries_an_answer_on_where_the_token_limit_cut_it(real_package
 def test_continue_needs_an_assistant_message_last_and_a_boolean(synth_engine, messages, flag):
     with pytest.raises(InvalidSettings):
         synth_engine.chat({"messages": messages, "continue_final_message": flag})
+
+
+def test_a_long_conversation_drops_its_oldest_turns_to_fit(synth_engine):
+    """The page sends what fits: whole turns go first, oldest first; the system message and the new
+    question always stay; a question that cannot fit even alone is reported as not fitting."""
+    system = {"role": "system", "content": "Be brief."}
+    turns = [
+        message
+        for i in range(6)
+        for message in (
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": "fine"},
+        )
+    ]
+    chat_ = [system, *turns, {"role": "user", "content": "the last question"}]
+    whole = len(synth_engine.encode_prompt(chat_))
+    assert whole + 16 <= 256, whole
+    assert synth_engine.fit_conversation(chat_, room=16) == {
+        "dropped": 0,
+        "prompt_tokens": whole,
+        "fits": True,
+        "limit": 256,
+    }
+    room = 256 - whole + 60  # forces some turns out
+    fit = synth_engine.fit_conversation(chat_, room)
+    kept = [system, *chat_[1 + fit["dropped"] :]]
+    assert fit["fits"] and fit["dropped"] > 0 and fit["dropped"] % 2 == 0, fit
+    assert fit["prompt_tokens"] == len(synth_engine.encode_prompt(kept)) <= 256 - room
+    one_fewer_turn = [system, *chat_[1 + fit["dropped"] - 2 :]]
+    assert len(synth_engine.encode_prompt(one_fewer_turn)) > 256 - room, "it dropped more than it had to"
+    alone = synth_engine.fit_conversation([system, {"role": "user", "content": "word " * 400}], room=16)
+    assert not alone["fits"] and alone["dropped"] == 0

@@ -1,116 +1,72 @@
-// app.js — the page: chat with streamed answers, settings (persisted), Compare with charts, load and
-// error screens. All model work happens in worker.js; this file only talks to it by messages.
+// app.js — the page: conversations kept on this device, streamed answers (regenerate, edit, continue), a
+// live token count, the Settings and Model dialogs, Compare, load and error screens. All model work happens
+// in worker.js (through worker_client.js); conversations live in IndexedDB (store.js).
 import { renderMarkdown } from "./markdown.js";
-import { survivalChart, timeChart } from "./charts.js";
+import { copyButton } from "./clipboard.js";
+import { runCompare, showComparison } from "./compare.js";
+import { download, fileName, toJson, toMarkdown } from "./export.js";
+import { buildRequest, fieldErrors, loadSettings, markErrors, readForm, saveSettings, showForm } from "./settings.js";
+import * as store from "./store.js";
+import { WorkerClient } from "./worker_client.js";
 
-const DEFAULTS = { proposer: "auto", k: 8, adaptive: false, temperature: 0, top_p: 1, top_k: 0,
-  repetition_penalty: 1, seed: null, max_tokens: 256 };  // seed null: a fresh random seed per answer
-const STORAGE_KEY = "spec-chat-settings";
 const $ = (id) => document.getElementById(id);
+const ANSWER_ROOM = 64;  // tokens kept free for the answer when deciding what fits (else it would end at once)
+const MB = 1e6;
 
-const worker = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });
-const pending = new Map();  // chat id -> {onEvent, resolve}
-let nextId = 1;
-let busy = false;
-let info = null;
-let messages = [];  // the conversation sent to the model: [{role, content}]
+let info = null;          // the worker's ready info
+let busy = false;         // an answer (or Compare) is running
+let conversation = null;  // the open conversation (store.js shape)
+let editing = null;       // index of the user message being edited, or null
+let compareCancelled = false;
 
-// ---- settings -----------------------------------------------------------------------------------------
-function loadSettings() {
-  try { return { ...DEFAULTS, ...JSON.parse(localStorage.getItem(STORAGE_KEY) || "{}") }; } catch { return { ...DEFAULTS }; }
+// ---- worker ----------------------------------------------------------------------------------------------
+const client = new WorkerClient(new URL("./worker.js", import.meta.url), { onProgress, onReady, onFatal });
+
+function onProgress({ phase, done, total, label }) {
+  const bar = $(`progress-${phase}`);
+  bar.max = total || 1;
+  bar.value = done;
+  if (phase === "model") $("progress-model-text").textContent = `${(done / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB`;
+  $("loading-detail").textContent = label || "";
 }
 
-function readSettings() {
-  const form = $("settings-form");
-  const s = {};
-  for (const [key, fallback] of Object.entries(DEFAULTS)) {
-    const input = form.elements[key];
-    if (key === "seed") s[key] = input.value.trim() === "" ? null : Number(input.value);
-    else s[key] = typeof fallback === "boolean" ? input.checked : typeof fallback === "number" ? Number(input.value) : input.value;
-  }
-  return s;
+function onReady(readyInfo) {
+  info = readyInfo;
+  $("loading").hidden = true;
+  const kernels = info.kernels ? ` · kernels: ${info.kernels.family}` : "";
+  const detail = `${info.backend}: ${info.adapter}${kernels}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
+  $("backend").textContent = info.backend;
+  $("backend").dataset.detail = detail;
+  $("backend").title = `${detail} — click for the model, its backend and the storage it uses`;
+  showBackendChoice(info);
+  if (info.kernels?.chosen === "timed at load") remember(KERNELS_KEY, info.kernels.key, info.kernels.family);
+  for (const input of ["k", "max_tokens"]) $("settings-form").elements[input].max = input === "k" ? info.limits.kMax : info.limits.context - 1;
+  $("settings-form").elements.top_k.max = info.limits.vocab;
+  store.askPersistence();
+  setBusy(false);
+  updateCount();
+  $("input").focus();
 }
 
-function validate(s) {
-  const kMax = info?.kMax ?? 8;
-  if (!Number.isInteger(s.k) || s.k < 1 || s.k > kMax) return `k must be a whole number from 1 to ${kMax}`;
-  if (s.proposer === "auto" && s.adaptive) return "adaptive k does not combine with auto, which chooses k itself";
-  if (!(s.temperature >= 0)) return "temperature must be 0 or more";
-  if (!(s.top_p > 0 && s.top_p <= 1)) return "top-p must be in (0, 1]";
-  if (!Number.isInteger(s.top_k) || s.top_k < 0) return "top-k must be a whole number, 0 or more";
-  if (!(s.repetition_penalty > 0)) return "repetition penalty must be above 0";
-  if (s.seed !== null && (!Number.isSafeInteger(s.seed) || s.seed < 0)) return "seed must be empty (random) or a whole number, 0 or more";
-  if (!Number.isInteger(s.max_tokens) || s.max_tokens < 1) return "max tokens must be a whole number, 1 or more";
-  return null;
+// Plain words first; the technical message stays behind "Technical detail".
+function plainError(message) {
+  const file = message.match(/^([\w.-]+\.(?:bin|onnx|json|jinja)): .*(sha256|truncated|bytes)/);
+  if (file) return `A model file is damaged: ${file[1]}. Reload to download it again (only that file is fetched again).`;
+  if (/GPU device was lost/.test(message)) return "The graphics device stopped working. Reload the page to start again; your conversations are kept.";
+  if (/tokenizer/.test(message)) return "The model files do not belong together (a draft made for another tokenizer). The site needs rebuilding.";
+  if (/WebGPU validation failed|kernel/.test(message)) return "This browser could not prepare the model's GPU programs.";
+  if (/HTTP \d+/.test(message)) return "A file of the site could not be downloaded. Check the connection (needed on the first visit only) and reload.";
+  return "Something stopped the model from loading.";
 }
 
-function showSettings(s) {
-  const form = $("settings-form");
-  for (const [key, value] of Object.entries(s)) {
-    const input = form.elements[key];
-    if (input.type === "checkbox") input.checked = value; else input.value = value ?? "";
-  }
+function onFatal(message) {
+  $("loading").hidden = true;
+  $("fatal").hidden = false;
+  $("fatal-plain").textContent = plainError(message);
+  $("fatal-message").textContent = message;
+  setBusy(true);
+  $("reload").focus();
 }
-
-function settingsChanged() {
-  const s = readSettings();
-  const problem = validate(s);
-  $("settings-error").hidden = !problem;
-  $("settings-error").textContent = problem || "";
-  if (!problem) localStorage.setItem(STORAGE_KEY, JSON.stringify(s));
-}
-
-function request(s, conversation, overrides = {}) {
-  const merged = { ...s, ...overrides };
-  return {
-    messages: conversation, max_tokens: merged.max_tokens, temperature: merged.temperature, top_p: merged.top_p,
-    top_k: merged.top_k, repetition_penalty: merged.repetition_penalty, ...(merged.seed === null ? {} : { seed: merged.seed }),
-    speculative: { proposer: merged.proposer, k: merged.proposer === "none" ? 0 : merged.k, adaptive: merged.adaptive },
-  };
-}
-
-// ---- worker protocol -----------------------------------------------------------------------------------
-function runChat(req, onEvent) {
-  const id = nextId++;
-  return new Promise((resolve) => {
-    pending.set(id, { onEvent, resolve });
-    worker.postMessage({ type: "chat", id, request: req });
-  });
-}
-
-worker.onmessage = ({ data }) => {
-  if (data.type === "progress") {
-    const bar = $(`progress-${data.phase}`);
-    bar.max = data.total || 1;
-    bar.value = data.done;
-    $("loading-detail").textContent = data.label || "";
-  } else if (data.type === "ready") {
-    info = data.info;
-    $("loading").hidden = true;
-    const kernels = info.kernels ? ` · kernels: ${info.kernels.family}` : "";
-    $("backend").textContent = `${info.backend}: ${info.adapter}${kernels}${info.draft ? " · draft: onnxruntime-web wasm" : ""}`;
-    showBackendChoice(info);
-    if (info.kernels) {
-      $("backend").title = `where the champion runs; matmul kernels ${info.kernels.family} (${info.kernels.chosen}` +
-        `${Object.keys(info.kernels.timings_ms).length ? ": " + kernelTimingText(info.kernels.timings_ms) : ""})`;
-      if (info.kernels.chosen === "timed at load") rememberKernels(info.kernels.key, info.kernels.family);
-    }
-    setBusy(false);
-  } else if (data.type === "fatal") {
-    $("loading").hidden = true;
-    $("fatal").hidden = false;
-    $("fatal-message").textContent = data.message;
-    setBusy(true);
-  } else if (data.type === "event") {
-    pending.get(data.id)?.onEvent(data.event);
-  } else if (data.type === "chat-end") {
-    pending.get(data.id)?.resolve();
-    pending.delete(data.id);
-  } else if (data.type === "result") {
-    pending.get(data.id)?.resolve(data);
-    pending.delete(data.id);
-  }
-};
 
 // ---- per device and model: the matmul kernel family and the champion backend (timed once, remembered) ----
 const KERNELS_KEY = "spec-chat.kernels";  // {"<adapter>|<champion weights hash>": "columns" | "split"}
@@ -122,222 +78,529 @@ function remembered(storageKey) {
 function remember(storageKey, key, value) {
   localStorage.setItem(storageKey, JSON.stringify({ ...remembered(storageKey), [key]: value }));
 }
-const rememberedKernels = () => remembered(KERNELS_KEY);
-const rememberKernels = (key, family) => remember(KERNELS_KEY, key, family);
 function showBackendChoice(info) {
   const choice = info.choice;
   if (choice.measured && choice.key) remember(BACKEND_CHOICES_KEY, choice.key, choice.runs);
   const where = choice.runs === "webgpu" ? "WebGPU" : "the CPU (WebAssembly)";
   $("backend-why").textContent = `The champion runs on ${where}${choice.why ? `: ${choice.why}` : ""}.`;
 }
-function kernelTimingText(timings) {
-  return Object.entries(timings).map(([family, t]) => `${family} ${t.t1_ms.toFixed(0)} ms (1 row), ${t.t5_ms.toFixed(0)} ms (5 rows)`).join("; ");
+
+// ---- conversations ---------------------------------------------------------------------------------------
+// The messages the model reads for the first `upTo` messages of the open conversation.
+function modelMessages(upTo = conversation.messages.length) {
+  const system = conversation.system.trim() ? [{ role: "system", content: conversation.system }] : [];
+  return [...system, ...conversation.messages.slice(0, upTo).map(({ role, content }) => ({ role, content }))];
 }
 
-// ---- automation hooks (build_tools bench drives these through Playwright) -------------------------------
-function workerCall(type, payload) {
-  const id = nextId++;
-  return new Promise((resolve, reject) => {
-    pending.set(id, { resolve: (data) => (data.error ? reject(new Error(data.error)) : resolve(data.value)) });
-    worker.postMessage({ type, id, ...payload });
-  });
+async function persist() {
+  conversation.updated = Date.now();
+  try {
+    await store.saveConversation(conversation);
+    store.setCurrentId(conversation.id);
+    await renderList();
+  } catch (error) {  // e.g. storage full or refused: the conversation stays on screen
+    refuse(`This conversation could not be saved on this device (${error?.message || error}).`);
+  }
 }
 
-window.specChat = {
-  info: () => info,
-  // One request outside the chat log: the done event plus wall time and time to the first token.
-  chat: async (req) => {
-    const started = performance.now();
-    let firstAt = null, firstTokens = 0, done = null;
-    await runChat(req, (event) => {
-      if (event.type === "delta" && event.tokens.length && firstAt === null) { firstAt = performance.now(); firstTokens = event.tokens.length; }
-      if (event.type === "done" || event.type === "rejected") done = event;
-    });
-    return { done, wall_s: (performance.now() - started) / 1000, ttft_s: firstAt === null ? null : (firstAt - started) / 1000,
-             first_tokens: firstTokens };
-  },
-  kernel: (repeats) => workerCall("kernel", { repeats }),
-  profile: (rows, repeats) => workerCall("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
-  forget: () => workerCall("forget", {}),  // the next request prefills from scratch, like a fresh conversation
-  peer: (backend, req) => workerCall("peer", { backend, request: req }),
-};
-
-// ---- chat ----------------------------------------------------------------------------------------------
-function setBusy(value) {
-  busy = value;
-  $("input").disabled = value || !info;
-  $("send").disabled = value || !info;
-  $("stop").disabled = !value || !info;
-  $("compare").disabled = value || !info;
+async function open(id) {
+  let stored = null;
+  try { stored = id ? await store.getConversation(id) : null; } catch (error) {
+    refuse(`Stored conversations cannot be read here (${error?.message || error}); this one will not be kept.`);
+  }
+  conversation = stored || store.newConversation();
+  store.setCurrentId(conversation.id);
+  cancelEdit();
+  renderConversation();
+  await renderList();
+  updateCount();
 }
 
-function bubble(role, text = "") {
-  const element = document.createElement("div");
-  element.className = `message ${role}`;
-  if (role === "user") element.textContent = text;
-  $("log").append(element);
-  element.scrollIntoView({ block: "end" });
-  return element;
+async function renderList() {
+  const list = $("conversation-list");
+  const all = await store.listConversations().catch(() => []);
+  if (!all.some((c) => c.id === conversation.id)) all.unshift(conversation);  // new and not yet saved
+  list.replaceChildren(...all.map((c) => {
+    const item = document.createElement("li");
+    const button = Object.assign(document.createElement("button"), { type: "button", textContent: c.title });
+    button.dataset.id = c.id;
+    button.setAttribute("aria-current", String(c.id === conversation.id));
+    button.onclick = () => { if (!busy) { open(c.id); $("conversations").classList.remove("open"); } };
+    item.append(button);
+    return item;
+  }));
+  $("conversation-title").textContent = conversation.title;
 }
 
+function renderConversation() {
+  $("log").replaceChildren();
+  conversation.messages.forEach((message, index) => $("log").append(messageElement(message, index)));
+  $("conversation-title").textContent = conversation.title;
+}
+
+// ---- messages --------------------------------------------------------------------------------------------
 const FALLBACK_REASONS = {
   DRAFT_RUNTIME: "the draft model failed", DRAFT_NUMERIC: "the draft model produced invalid numbers",
   RESIDUAL_MASS: "a sampler safeguard tripped", VERIFY_RESULT: "the GPU returned an invalid result",
   DEVICE: "the GPU failed", TARGET_NUMERIC: "the model produced invalid numbers",
 };
 
-function statsLine(done, temperature) {
-  const s = done.speculative;
-  const rate = s.tokens_per_second ? `${s.tokens_per_second.toFixed(2)} tokens/s` : "";
-  const seed = temperature > 0 ? ` · seed ${done.seed}` : "";
-  return `${done.usage.completion_tokens} tokens · ${rate} · ${s.tokens_per_champion_call.toFixed(2)} tokens per champion call · ` +
-    (s.auto ? `auto (k ≤ ${s.k}): ${s.auto.chose || "nothing to run"}${s.proposed ? `, accepted ${s.accepted}/${s.proposed}` : ""}`
-      : `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}`) +
-    `${seed} · ${done.finish_reason}`;
-}
-
-// A silent fallback changes nothing in the answer's law, but the user asked for speculation: say it did not run.
-function fallbackNote(done) {
-  const code = done.speculative.fallback_code;
-  if (!code) return null;
-  return `Speculation was off for this answer (${FALLBACK_REASONS[code] ?? "an internal error"}, ${code}); the model answered alone.`;
-}
-
-async function send(text) {
-  const s = loadSettings();
-  messages.push({ role: "user", content: text });
-  bubble("user", text);
-  const answer = bubble("assistant");
+function messageElement(message, index) {
+  const element = document.createElement("article");
+  element.className = `message ${message.role}`;
+  element.setAttribute("aria-label", message.role === "user" ? "You" : "Assistant");
   const body = document.createElement("div");
-  answer.append(body);
-  let shown = "";
-  setBusy(true);
-  await runChat(request(s, messages), (event) => {
+  body.className = "content";
+  element.append(body);
+  if (message.role === "user") {
+    body.textContent = message.content;
+    element.append(actions(copyButton("Copy", message.content, "Copy this message"), button("Edit", () => startEdit(index), "edit")));
+    return element;
+  }
+  renderMarkdown(message.content, body);
+  showAnswerEnd(element, message, index);
+  return element;
+}
+
+function button(label, onclick, action) {
+  const b = Object.assign(document.createElement("button"), { type: "button", textContent: label, onclick });
+  b.dataset.action = action;
+  return b;
+}
+
+function actions(...buttons) {
+  const row = document.createElement("div");
+  row.className = "actions";
+  row.append(...buttons);
+  return row;
+}
+
+// What ends an answer: its numbers, notes and the actions on it (only the last answer regenerates/continues).
+function showAnswerEnd(element, message, index) {
+  element.querySelectorAll(":scope > .stats, :scope > details, :scope > .note, :scope > .actions").forEach((e) => e.remove());
+  element.dataset.tokens = JSON.stringify(message.tokens ?? []);  // tests and the curious: the exact token ids
+  element.dataset.finish = message.finish;
+  element.dataset.proposed = message.stats?.proposed ?? 0;  // tests: speculation really ran
+  element.dataset.fallback = message.stats?.fallback_code ?? "";
+  element.dataset.seed = message.seed ?? "";
+  if (message.stats) {
+    element.append(Object.assign(document.createElement("div"), { className: "stats", textContent: speedWords(message.stats) }));
+    const details = document.createElement("details");
+    details.append(Object.assign(document.createElement("summary"), { textContent: "Details" }),
+      Object.assign(document.createElement("div"), { className: "stats", textContent: technicalLine(message) }));
+    element.append(details);
+  }
+  for (const text of notes(message)) element.append(Object.assign(document.createElement("div"), { className: "note", textContent: text }));
+  if (message.error) element.append(Object.assign(document.createElement("div"), { className: "error", textContent: message.error }));
+  const last = index === conversation.messages.length - 1;
+  const row = actions(copyButton("Copy", () => conversation.messages[index].content, "Copy this answer"));
+  if (last) row.append(button("Regenerate", regenerate, "regenerate"));
+  if (last && message.finish === "length") row.append(button("Continue", continueAnswer, "continue"));
+  element.append(row);
+}
+
+function notes(message) {
+  const out = [];
+  if (message.finish === "length") out.push("Cut at the token limit — Continue writes on.");
+  if (message.finish === "cancelled") out.push("Stopped.");
+  if (message.dropped) {
+    out.push(`The ${message.dropped} oldest messages were left out of what the model read: the conversation is ` +
+      `longer than its ${info?.limits.context ?? ""}-token context.`);
+  }
+  const code = message.stats?.fallback_code;
+  if (code) out.push(`Speculation was off for this answer (${FALLBACK_REASONS[code] ?? "an internal error"}, ${code}); the model answered alone.`);
+  return out;
+}
+
+// "64 tokens in 3.1 s · first word after 0.4 s · then 23.5 tokens/s" — the time to the first token and the
+// writing speed after it, kept apart (the first includes reading the prompt).
+function speedWords(stats) {
+  const parts = [`${stats.tokens} tokens in ${stats.wall_s.toFixed(1)} s`];
+  if (stats.ttft_s !== null) parts.push(`first word after ${stats.ttft_s.toFixed(2)} s`);
+  if (stats.decode_tokens_per_s) parts.push(`then ${stats.decode_tokens_per_s.toFixed(1)} tokens/s`);
+  return parts.join(" · ");
+}
+
+function technicalLine(message) {
+  const s = message.stats;
+  const how = s.auto ? `auto (k ≤ ${s.k}): ${s.auto || "nothing to run"}${s.proposed ? `, accepted ${s.accepted}/${s.proposed}` : ""}`
+    : `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}`;
+  return `${how} · ${s.tokens_per_champion_call.toFixed(2)} tokens per model pass · prompt ${s.prompt_tokens} tokens · ` +
+    `seed ${message.seed} · finish: ${message.finish}`;
+}
+
+// ---- answering -------------------------------------------------------------------------------------------
+// Streams one answer into `element` (appending to `prefix` text and tokens when continuing); resolves to the
+// stored message, or null when the engine refused the request (then `refused` has its words).
+async function stream(request, element, prefix = { content: "", tokens: [] }) {
+  const body = element.querySelector(".content");
+  const started = performance.now();
+  let text = prefix.content, firstAt = null, firstTokens = 0, done = null, refused = null;
+  await client.chat(request, (event) => {
     if (event.type === "delta") {
-      shown += event.text;
-      renderMarkdown(shown, body);
-      answer.scrollIntoView({ block: "end" });
+      if (firstAt === null && event.tokens.length) { firstAt = performance.now(); firstTokens = event.tokens.length; }
+      text += event.text;
+      renderMarkdown(text, body);
+      element.scrollIntoView({ block: "end" });
     } else if (event.type === "done") {
-      answer.dataset.tokens = JSON.stringify(event.tokens);  // for tests and the curious: the exact token ids
-      answer.dataset.finish = event.finish_reason;
-      answer.dataset.proposed = event.speculative.proposed;  // tests: speculation really ran
-      answer.dataset.fallback = event.speculative.fallback_code ?? "";
-      answer.dataset.seed = event.seed;
-      const stats = document.createElement("div");
-      stats.className = "stats";
-      stats.textContent = statsLine(event, s.temperature);
-      answer.append(stats);
-      const fallback = fallbackNote(event);
-      if (fallback) {
-        const note = document.createElement("div");
-        note.className = "stats fallback";
-        note.textContent = fallback;
-        answer.append(note);
-      }
-      if (event.error) appendError(answer, `${event.error.message} (${event.error.code})`);
-      if (event.finish_reason === "cancelled") appendError(answer, "stopped");
-      if (shown) messages.push({ role: "assistant", content: event.text });
-      else messages.pop();  // nothing was answered: forget the question
+      done = event;
     } else if (event.type === "rejected") {
-      answer.dataset.finish = "rejected";
-      answer.dataset.tokens = "[]";
-      appendError(answer, event.message);
-      messages.pop();
+      refused = `${event.message} (${event.code})`;
     }
   });
+  if (!done) return { refused };
+  const end = performance.now();
+  const s = done.speculative;
+  const writing = firstAt === null ? 0 : (end - firstAt) / 1000;
+  const stats = {
+    tokens: done.tokens.length, wall_s: (end - started) / 1000, ttft_s: firstAt === null ? null : (firstAt - started) / 1000,
+    decode_tokens_per_s: writing > 0 && done.tokens.length > firstTokens ? (done.tokens.length - firstTokens) / writing : null,
+    proposer: s.proposer, k: s.k, adaptive: s.adaptive, proposed: s.proposed, accepted: s.accepted,
+    tokens_per_champion_call: s.tokens_per_champion_call, fallback_code: s.fallback_code, auto: s.auto?.chose ?? null,
+    prompt_tokens: done.usage.prompt_tokens,
+  };
+  const error = done.error ? `${done.error.message} (${done.error.code})` : null;
+  return { message: { role: "assistant", content: prefix.content + done.text, tokens: [...prefix.tokens, ...done.tokens],
+    finish: done.finish_reason, seed: done.seed, stats, ...(error ? { error } : {}) } };
+}
+
+// What fits: {dropped, prompt_tokens, fits, limit} for these model messages (Engine.fit_conversation).
+function fit(messages, settings) {
+  return client.call("fit", { messages, room: Math.min(settings.max_tokens, ANSWER_ROOM) });
+}
+
+function refuse(text) {
+  $("composer-error").textContent = text;
+}
+
+// Sends the composer's text as a user message (replacing the edited message and all after it, if editing).
+async function send(text) {
+  const settings = loadSettings();
+  const keep = editing ?? conversation.messages.length;
+  const messages = [...modelMessages(keep), { role: "user", content: text }];
+  const fitted = await fit(messages, settings);
+  if (!fitted.fits && !fitted.dropped) {
+    refuse(`This message is too long: ${fitted.prompt_tokens} tokens with the conversation; the model reads at most ` +
+      `${fitted.limit} (${Math.min(settings.max_tokens, ANSWER_ROOM)} kept free for the answer). Shorten it — your text is still here.`);
+    return;
+  }
+  conversation.messages = conversation.messages.slice(0, keep);
+  if (!conversation.messages.length && conversation.title === "New chat") conversation.title = text.replace(/\s+/g, " ").slice(0, 48);
+  conversation.messages.push({ role: "user", content: text });
+  cancelEdit();
+  $("input").value = "";
+  refuse("");
+  renderConversation();
+  await persist();
+  const system = messages[0].role === "system" ? 1 : 0;
+  const kept = [...messages.slice(0, system), ...messages.slice(system + fitted.dropped)];
+  await answer(buildRequest(settings, kept), fitted.dropped);
+}
+
+// Runs a request whose answer is appended as a new assistant message.
+async function answer(request, dropped = 0) {
+  setBusy(true);
+  const element = document.createElement("article");
+  element.className = "message assistant";
+  element.append(Object.assign(document.createElement("div"), { className: "content" }));
+  $("log").append(element);
+  const { message, refused } = await stream(request, element);
+  if (message) {
+    if (dropped) message.dropped = dropped;
+    conversation.messages.push(message);
+    showAnswerEnd(element, message, conversation.messages.length - 1);
+  } else {  // refused before any work: take the question back into the box, nothing is lost
+    const question = conversation.messages.pop();
+    element.remove();
+    renderConversation();
+    $("input").value = question.content;
+    refuse(refused);
+  }
+  await persist();
+  renderConversation();
+  setBusy(false);
+  updateCount();
+  $("input").focus();
+}
+
+// The last answer again, with a new random seed (a fixed seed in Settings would repeat it).
+async function regenerate() {
+  if (busy) return;
+  conversation.messages.pop();
+  renderConversation();
+  const settings = loadSettings();
+  const fitted = await fit(modelMessages(), settings);
+  const messages = modelMessages();
+  const system = messages[0].role === "system" ? 1 : 0;
+  const kept = [...messages.slice(0, system), ...messages.slice(system + fitted.dropped)];
+  await answer(buildRequest(settings, kept, { seed: null }), fitted.dropped);
+}
+
+// Carries the last answer on after a length stop: the model reads it back open and writes on.
+async function continueAnswer() {
+  if (busy) return;
+  const index = conversation.messages.length - 1;
+  const last = conversation.messages[index];
+  const settings = loadSettings();
+  const request = { ...buildRequest(settings, modelMessages()), continue_final_message: true };
+  setBusy(true);
+  const element = $("log").querySelectorAll(".message")[index];
+  element.removeAttribute("data-finish");
+  const { message, refused } = await stream(request, element, last);
+  if (message) conversation.messages[index] = message;
+  else refuse(refused);
+  await persist();
+  renderConversation();
   setBusy(false);
   $("input").focus();
 }
 
-function appendError(element, text) {
-  const note = document.createElement("div");
-  note.className = "error";
-  note.textContent = text;
-  element.append(note);
+function startEdit(index) {
+  if (busy) return;
+  editing = index;
+  $("input").value = conversation.messages[index].content;
+  $("editing").hidden = false;
+  $("input").focus();
+  updateCount();
 }
 
-// ---- compare -------------------------------------------------------------------------------------------
-async function compare() {
-  const lastUser = messages.map((m) => m.role).lastIndexOf("user");
-  if (lastUser < 0) { $("settings-error").hidden = false; $("settings-error").textContent = "Ask something first: Compare reruns the last prompt."; return; }
-  const conversation = messages.slice(0, lastUser + 1);
-  const s = loadSettings();
-  setBusy(true);
-  const results = [];
-  for (const proposer of info.proposers.all) {  // the engine's list (pyodide_app/engine.py PROPOSERS)
-    if (info.proposers.need_draft.includes(proposer) && !info.draft) continue;  // auto runs without a draft too
-    let done = null;
-    await runChat(request(s, conversation, { proposer, temperature: 0 }), (event) => { if (event.type === "done") done = event; });
-    if (done) results.push(done);
-  }
-  setBusy(false);
-  showComparison(results);
+function cancelEdit() {
+  if (editing !== null) $("input").value = "";
+  editing = null;
+  $("editing").hidden = true;
 }
 
-function showComparison(results) {
-  const base = results.find((r) => r.speculative.proposer === "none");
-  const table = $("compare-table");
-  table.replaceChildren();
-  const head = table.insertRow();
-  for (const title of ["proposer", "tokens/s", "speed-up vs none", "tokens/call", "accepted", "draft s", "verify s", "GPU wait s", "other s"]) {
-    head.append(Object.assign(document.createElement("th"), { textContent: title }));
+// ---- the composer's token count --------------------------------------------------------------------------
+let countTimer = null;
+let countSerial = 0;
+function updateCount() {
+  clearTimeout(countTimer);
+  countTimer = setTimeout(async () => {
+    if (!info) return;
+    const serial = ++countSerial;
+    const text = $("input").value;
+    const settings = loadSettings();
+    const keep = editing ?? conversation.messages.length;
+    const messages = [...modelMessages(keep), ...(text.trim() ? [{ role: "user", content: text }] : [])];
+    if (!messages.length) { showCount(null, settings); return; }
+    const fitted = await fit(messages, settings);
+    if (serial === countSerial) showCount(fitted, settings, Boolean(text.trim()));
+  }, 200);
+}
+
+function showCount(fitted, settings, typing = false) {
+  const count = $("token-count");
+  if (!fitted) { count.textContent = ""; count.classList.remove("over"); sendState(true); return; }
+  const over = !fitted.fits && !fitted.dropped;
+  count.classList.toggle("over", over);
+  count.textContent = over
+    ? `${fitted.prompt_tokens} of ${fitted.limit} tokens — too long to send (${Math.min(settings.max_tokens, ANSWER_ROOM)} must stay free for the answer)`
+    : `${fitted.prompt_tokens} of ${fitted.limit} tokens` +
+      (fitted.dropped ? ` — the ${fitted.dropped} oldest messages will be left out` : typing ? "" : " in this conversation");
+  sendState(!over);
+}
+
+function sendState(canSend) {
+  $("send").disabled = busy || !info || !canSend;
+  $("send").dataset.blocked = String(!canSend);
+}
+
+// ---- settings dialog -------------------------------------------------------------------------------------
+function openSettings() {
+  const form = $("settings-form");
+  showForm(form, loadSettings());
+  form.elements.system.value = conversation.system;
+  markErrors(form, {});
+  $("settings-error").hidden = true;
+  $("settings").showModal();
+}
+
+// Save: every field checked against the engine's limits; nothing is stored while any is invalid.
+function saveSettingsForm(event) {
+  event.preventDefault();
+  const form = $("settings-form");
+  const settings = readForm(form);
+  const errors = fieldErrors(settings, info?.limits ?? { kMax: 8, context: 2048, minTemperature: 1e-3, vocab: 49152 });
+  const first = markErrors(form, errors);
+  const count = Object.keys(errors).length;
+  $("settings-error").hidden = !count;
+  $("settings-error").textContent = count ? `Not saved: ${Object.values(errors).join("; ")}.` : "";
+  if (first) { first.focus(); return; }
+  saveSettings(settings);
+  if (form.elements.system.value !== conversation.system) {
+    conversation.system = form.elements.system.value;
+    persist();
   }
-  for (const r of results) {
-    const s = r.speculative;
-    const speedup = base && base.speculative.tokens_per_second ? s.tokens_per_second / base.speculative.tokens_per_second : null;
-    const row = table.insertRow();
-    row.dataset.proposer = s.proposer;
-    const name = s.auto ? `auto (${s.auto.chose || "none"})` : s.proposer + (s.proposer === "none" ? "" : ` (k=${s.k})`);
-    for (const value of [name, s.tokens_per_second?.toFixed(2), speedup?.toFixed(2) + "×",
-      s.tokens_per_champion_call.toFixed(2), s.proposed ? `${s.accepted}/${s.proposed}` : "—",
-      s.time_s.draft.toFixed(2), s.time_s.verify.toFixed(2), s.time_s.sync.toFixed(2), s.time_s.other.toFixed(2)]) {
-      row.insertCell().textContent = value ?? "—";
+  $("settings").close();
+  updateCount();
+}
+
+// ---- model and storage dialog ----------------------------------------------------------------------------
+function facts(list, rows) {
+  list.replaceChildren(...rows.flatMap(([term, value]) => [
+    Object.assign(document.createElement("dt"), { textContent: term }),
+    Object.assign(document.createElement("dd"), { textContent: value }),
+  ]));
+}
+
+async function openModelInfo() {
+  if (info) {
+    const bytes = Object.values(info.files).reduce((a, b) => a + b, 0);
+    facts($("model-facts"), [
+      ["Model", info.model], ["Licence", info.license ?? "not stated in this package"],
+      ["Download", `${(bytes / MB).toFixed(1)} MB in ${Object.keys(info.files).length} files`],
+      ["Weights", info.quantisation.map((q) => q.toUpperCase()).join(", ")],
+      ["Context", `${info.limits.context} tokens`], ["Runs on", $("backend").dataset.detail],
+      ["Draft model", info.draftKind ?? "none"],
+    ]);
+  }
+  $("model-info").showModal();
+  await showStorage();
+}
+
+async function showStorage() {
+  const report = await store.storageReport();
+  facts($("storage-facts"), [
+    ["Model files", `${(report.model / MB).toFixed(1)} MB`],
+    ["Conversations", `${(report.conversations / 1e3).toFixed(1)} kB`],
+    ["This site in all", report.total === null ? "unknown" : `${(report.total / MB).toFixed(1)} MB (the browser's estimate)`],
+    ["Kept under storage pressure", report.persisted ? "yes (persistent storage granted)" : "no: the browser may evict it"],
+  ]);
+}
+
+// A destructive button asks once more on its own face before it acts.
+function confirmTwice(buttonElement, question, act) {
+  const label = buttonElement.textContent;
+  buttonElement.onclick = async () => {
+    if (buttonElement.dataset.armed !== "true") {
+      buttonElement.dataset.armed = "true";
+      buttonElement.textContent = question;
+      setTimeout(() => { buttonElement.dataset.armed = "false"; buttonElement.textContent = label; }, 5000);
+      return;
     }
-  }
-  const same = results.every((r) => JSON.stringify(r.tokens) === JSON.stringify(results[0].tokens));
-  // WebGPU and the float32 CPU champion: each row's logits are bitwise the same however many rows a call
-  // scores, so greedy outputs must match exactly. The compact CPU champion (champion.onnx, low-memory
-  // fallback): its logits move by ~1e-4 with the number of rows, which can swap two candidates tied to
-  // within that (docs/ARCHITECTURE.md, "What holds where").
-  const cpu = info?.backend !== "WebGPU" && info?.cpuChampion === "fallback";  // the compact champion.onnx
-  $("compare-identity").textContent = same
-    ? `Greedy outputs identical across ${results.length} proposers (${results[0]?.tokens.length ?? 0} tokens).`
-    : cpu
-      ? "Greedy outputs differ. On the CPU fallback this can happen where two candidate tokens are tied to within " +
-        "~0.0001 in score: scoring several tokens at once changes the model's arithmetic slightly. Each answer is still " +
-        "one the model could give alone."
-      : "Greedy outputs DIFFER — this is a bug: on WebGPU speculation must not change the answer.";
-  $("compare-identity").className = same || cpu ? "" : "error";
-  survivalChart($("survival-chart"), results.filter((r) => r.speculative.proposer !== "none")
-    .map((r) => ({ name: r.speculative.proposer, values: r.speculative.survival })));
-  timeChart($("time-chart"), results.map((r) => ({ name: r.speculative.proposer, ...r.speculative.time_s })));
-  $("compare-results").hidden = false;
+    buttonElement.dataset.armed = "false";
+    buttonElement.textContent = label;
+    await act();
+  };
 }
 
-// ---- wiring --------------------------------------------------------------------------------------------
-showSettings(loadSettings());
-$("settings-form").addEventListener("input", settingsChanged);
-$("open-settings").onclick = () => { $("settings").hidden = false; };
-$("close-settings").onclick = () => { $("settings").hidden = true; };
+// ---- compare ---------------------------------------------------------------------------------------------
+async function compare() {
+  const lastUser = conversation.messages.map((m) => m.role).lastIndexOf("user");
+  if (lastUser < 0) {
+    $("compare-progress").textContent = "Ask something first: Compare reruns your last question.";
+    return;
+  }
+  compareCancelled = false;
+  setBusy(true);
+  $("cancel-compare").hidden = false;
+  const request = buildRequest(loadSettings(), modelMessages(lastUser + 1));
+  const results = await runCompare(client, info, request, {
+    progress: (i, n, proposer) => { $("compare-progress").textContent = `Running ${i + 1} of ${n}: ${proposer}…`; },
+    cancelled: () => compareCancelled,
+  });
+  $("compare-progress").textContent = compareCancelled ? `Cancelled after ${results.length} runs.` : `Done: ${results.length} runs.`;
+  $("cancel-compare").hidden = true;
+  setBusy(false);
+  if (results.length) showComparison(results, info);
+}
+
+// ---- automation hooks (build_tools bench drives these through Playwright) -------------------------------
+window.specChat = {
+  info: () => info,
+  // One request outside the chat log: the done event plus wall time and time to the first token.
+  chat: async (req) => {
+    const started = performance.now();
+    let firstAt = null, firstTokens = 0, done = null;
+    await client.chat(req, (event) => {
+      if (event.type === "delta" && event.tokens.length && firstAt === null) { firstAt = performance.now(); firstTokens = event.tokens.length; }
+      if (event.type === "done" || event.type === "rejected") done = event;
+    });
+    return { done, wall_s: (performance.now() - started) / 1000, ttft_s: firstAt === null ? null : (firstAt - started) / 1000,
+             first_tokens: firstTokens };
+  },
+  kernel: (repeats) => client.call("kernel", { repeats }),
+  profile: (rows, repeats) => client.call("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
+  forget: () => client.call("forget"),  // the next request prefills from scratch, like a fresh conversation
+  peer: (backend, req) => client.call("peer", { backend, request: req }),
+};
+
+// ---- wiring ----------------------------------------------------------------------------------------------
+function setBusy(value) {
+  busy = value;
+  $("input").disabled = !info;  // one can write the next message while an answer streams
+  $("send").disabled = value || !info || $("send").dataset.blocked === "true";
+  $("stop").disabled = !value || !info;
+  $("compare").disabled = value || !info;
+  for (const b of document.querySelectorAll("[data-action=regenerate], [data-action=continue], [data-action=edit], #new-chat, #delete")) b.disabled = value;
+}
+
+$("open-settings").onclick = openSettings;
+$("settings-form").addEventListener("submit", saveSettingsForm);
+$("close-settings").onclick = () => $("settings").close();
+$("backend").onclick = openModelInfo;
+$("close-model-info").onclick = () => $("model-info").close();
+confirmTwice($("clear-model"), "Really delete the model files?", async () => {
+  await store.clearModelFiles();
+  $("storage-note").textContent = "Deleted. The model keeps running until you leave; the next visit downloads it again.";
+  await showStorage();
+});
+confirmTwice($("clear-conversations"), "Really delete every conversation?", async () => {
+  await store.clearConversations();
+  await open(null);
+  $("storage-note").textContent = "All conversations were deleted.";
+  await showStorage();
+});
 $("compare").onclick = compare;
-$("new-chat").onclick = () => { if (!busy) { messages = []; $("log").replaceChildren(); } };
-$("stop").onclick = () => worker.postMessage({ type: "stop" });
+$("cancel-compare").onclick = () => { compareCancelled = true; client.stop(); };
+$("new-chat").onclick = () => { if (!busy) open(null); };
+$("stop").onclick = () => client.stop();
 $("reload").onclick = () => location.reload();
+$("cancel-edit").onclick = () => { cancelEdit(); updateCount(); };
+$("toggle-conversations").onclick = () => {
+  const open_ = $("conversations").classList.toggle("open");
+  $("toggle-conversations").setAttribute("aria-expanded", String(open_));
+};
+$("rename").onclick = () => {
+  const field = Object.assign(document.createElement("input"), { value: conversation.title, id: "title-field" });
+  field.setAttribute("aria-label", "Conversation title");
+  const done = async (save) => {
+    if (save && field.value.trim()) { conversation.title = field.value.trim(); await persist(); }
+    field.replaceWith($("conversation-title"));
+    $("conversation-title").textContent = conversation.title;
+  };
+  field.onkeydown = (event) => {
+    if (event.key === "Enter") done(true);
+    if (event.key === "Escape") { event.preventDefault(); done(false); }
+  };
+  field.onblur = () => done(true);
+  $("conversation-title").replaceWith(field);
+  field.select();
+};
+confirmTwice($("delete"), "Really delete?", async () => {
+  await store.deleteConversation(conversation.id);
+  const rest = await store.listConversations();
+  await open(rest[0]?.id ?? null);
+});
+$("export-markdown").onclick = () => download(fileName(conversation, "md"), toMarkdown(conversation), "text/markdown");
+$("export-json").onclick = () => download(fileName(conversation, "json"), toJson(conversation), "application/json");
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const text = $("input").value.trim();
-  if (!text || busy) return;
-  $("input").value = "";
+  if (!text || busy || !info) return;
   send(text);
 });
 $("input").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("composer").requestSubmit(); }
 });
+$("input").addEventListener("input", () => { refuse(""); updateCount(); });
+
 setBusy(false);
+await open(store.currentId());
 const params = new URLSearchParams(location.search);
-worker.postMessage({
-  type: "load", kMax: 8, context: Number(params.get("context")) || 2048,
-  kernels: params.get("kernels"), kernelChoices: rememberedKernels(),
+client.load({
+  kMax: 8, context: Number(params.get("context")) || 2048,
+  kernels: params.get("kernels"), kernelChoices: remembered(KERNELS_KEY),
   backend: params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto", backendChoices: remembered(BACKEND_CHOICES_KEY),
   backendFrom: params.get("backend") ? "url" : "settings",
   cpuFloorMs: params.has("cpu_floor_ms") ? Number(params.get("cpu_floor_ms")) : null,

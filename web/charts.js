@@ -18,15 +18,18 @@ function add(parent, tag, attrs, text) {
 
 // series: [{name, values: [S_1, S_2, ...]}]; S_0 = 1 is drawn for every series.
 export function survivalChart(container, series) {
-  const width = 420, height = 200, left = 36, bottom = 24, top = 10;
+  const width = 420, height = 220, left = 48, bottom = 38, top = 10;
   const maxLength = Math.max(1, ...series.map((s) => s.values.length));
   const root = svg(width, height);
   const x = (i) => left + (i / maxLength) * (width - left - 10);
   const y = (v) => top + (1 - v) * (height - top - bottom);
   add(root, "line", { x1: left, y1: y(0), x2: width - 10, y2: y(0), stroke: "#999" });
   add(root, "line", { x1: left, y1: y(0), x2: left, y2: y(1), stroke: "#999" });
-  for (const v of [0, 0.5, 1]) add(root, "text", { x: 4, y: y(v) + 4, "font-size": 10 }, v.toFixed(1));
-  for (let i = 0; i <= maxLength; i++) add(root, "text", { x: x(i) - 3, y: height - 6, "font-size": 10 }, String(i));
+  for (const v of [0, 0.5, 1]) add(root, "text", { x: 20, y: y(v) + 4, "font-size": 10 }, v.toFixed(1));
+  for (let i = 0; i <= maxLength; i++) add(root, "text", { x: x(i) - 3, y: height - 24, "font-size": 10 }, String(i));
+  add(root, "text", { x: left, y: height - 6, "font-size": 11 }, "draft position i (tokens into the draft)");
+  add(root, "text", { x: 12, y: top + (height - top - bottom) / 2 + 40, "font-size": 11,
+    transform: `rotate(-90 12 ${top + (height - top - bottom) / 2 + 40})` }, "share surviving to i");
   series.forEach((s, index) => {
     const points = [1, ...s.values].map((v, i) => `${x(i)},${y(v ?? 0)}`).join(" ");
     add(root, "polyline", { points, fill: "none", stroke: COLORS[s.name] || "#333", "stroke-width": 2 });
@@ -37,7 +40,7 @@ export function survivalChart(container, series) {
 
 // rows: [{name, draft, verify, sync, other}] seconds (verify: host side; sync: waiting on the GPU)
 export function timeChart(container, rows) {
-  const width = 420, barHeight = 22, left = 100, height = rows.length * (barHeight + 8) + 24;
+  const width = 420, barHeight = 22, left = 100, height = rows.length * (barHeight + 8) + 40;
   const root = svg(width, height);
   const total = Math.max(1e-9, ...rows.map((r) => r.draft + r.verify + r.sync + r.other));
   const parts = [["draft", "#d9822e"], ["verify", "#2e62d9"], ["sync", "#7a9be8"], ["other", "#b8bdc9"]];
@@ -53,8 +56,10 @@ export function timeChart(container, rows) {
     }
   });
   parts.forEach(([key, color], index) => {
-    add(root, "rect", { x: left + index * 80, y: height - 14, width: 10, height: 10, fill: color });
-    add(root, "text", { x: left + 14 + index * 80, y: height - 5, "font-size": 10 }, key);
+    add(root, "rect", { x: left + index * 80, y: height - 30, width: 10, height: 10, fill: color });
+    add(root, "text", { x: left + 14 + index * 80, y: height - 21, "font-size": 10 }, key);
   });
+  add(root, "text", { x: left, y: height - 4, "font-size": 11 },
+    `seconds per answer, bar length to scale (longest ${total.toFixed(2)} s)`);
   container.replaceChildren(root);
 }

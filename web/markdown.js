@@ -1,6 +1,8 @@
 // markdown.js — a small, safe Markdown renderer: builds DOM nodes with textContent only, so no HTML
 // from the model ever runs. Supports fenced code blocks, headings, bullet/numbered lists, paragraphs,
 // **bold**, *italic* and `inline code`. Links and images stay plain text (the page is offline anyway).
+// A code block gets a line above it naming its language, with a Copy button.
+import { copyButton } from "./clipboard.js";
 
 export function renderMarkdown(text, container) {
   container.replaceChildren();
@@ -25,7 +27,11 @@ export function renderMarkdown(text, container) {
       if (fence[1]) element.dataset.language = fence[1];
       element.textContent = code.join("\n");
       pre.append(element);
-      container.append(pre);
+      const head = document.createElement("div");
+      head.className = "code-head";
+      head.append(Object.assign(document.createElement("span"), { textContent: fence[1] || "code" }),
+        copyButton("Copy", element.textContent, `Copy the ${fence[1] || ""} code`.replace("  ", " ")));
+      container.append(head, pre);
       continue;
     }
     const heading = line.match(/^(#{1,4})\s+(.*)/);

@@ -3,6 +3,7 @@
 // against the manifest's sha256 and kept in the Cache API for the next visit.
 //
 // main -> worker: {type: "load", kMax, context} | {type: "chat", id, request} | {type: "stop"}
+//                 {type: "fit", id, messages, room}
 //                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request} | {type: "forget", id}
 // worker -> main: {type: "progress", phase, done, total} | {type: "ready", info} | {type: "fatal", message}
 //                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
@@ -224,6 +225,11 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
       kernels: kernelReport && { ...kernelReport, key: deviceKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
       choice: { ...choice, key: deviceKey, runs: gpu ? "webgpu" : "cpu" },
       context: Math.min(context, manifest.generation.context_limit),
+      limits: { kMax, context: limit, minTemperature: pyodide.pyimport("pyodide_app.processors").MIN_TEMPERATURE,
+                vocab: manifest.champion.config.vocab_size },
+      files: Object.fromEntries(Object.entries(manifest.files).map(([name, f]) => [name, f.bytes])),
+      quantisation: [...new Set(Object.values(manifest.champion.tensors).map((t) => t.format))].sort(),
+      license: manifest.license ?? null,
       model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
       load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
       proposers: { all: engineModule.PROPOSERS.toJs(), need_draft: engineModule.NEEDS_DRAFT.toJs() },
@@ -352,8 +358,14 @@ async function peer({ backend, request }) {
            total_s: (done - started) / 1000, session_s };
 }
 
-// Calls the bench makes through window.specChat (app.js); each answers with one result message.
-const BENCH_CALLS = { kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
+// How much of a conversation fits with `room` tokens left for the answer (Engine.fit_conversation):
+// the composer's token count and the page's dropping of old turns.
+async function fit({ messages, room }) {
+  return engine.fit_conversation(pyodide.toPy(messages), room).toJs({ dict_converter: Object.fromEntries });
+}
+
+// Calls the page (fit) and the bench (window.specChat) make; each answers with one result message.
+const CALLS = { fit, kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
 
 let queue = Promise.resolve();
 self.onmessage = (message) => {
@@ -363,9 +375,9 @@ self.onmessage = (message) => {
     try {
       if (data.type === "load") await load(data);
       else if (data.type === "chat") await chat(data);
-      else if (Object.hasOwn(BENCH_CALLS, data.type)) {
+      else if (Object.hasOwn(CALLS, data.type)) {
         try {
-          const work = BENCH_CALLS[data.type];
+          const work = CALLS[data.type];
           post({ type: "result", id: data.id, value: await work(data) });
         } catch (error) {
           post({ type: "result", id: data.id, error: String(error.message || error).split("\n").filter(Boolean).pop() });
