@@ -1,8 +1,9 @@
 """One driver interface over the page, for Playwright (Chromium, Firefox) and Selenium (WebKitGTK).
 
-Everything goes through the page's own controls (settings form, Send, Stop, New chat, Compare) and
-the attributes it sets for tests: an answer's `data-tokens` (exact token ids), `data-finish`,
-`data-proposed` and `data-fallback` (speculation really ran).
+Everything goes through the page's own controls (Settings dialog, Send, Stop, New chat, Compare, the
+buttons on each message) and the attributes it sets for tests: an answer's `data-tokens` (exact token
+ids), `data-finish`, `data-seed`, `data-proposed` and `data-fallback` (speculation really ran), and the
+backend chip's `data-detail` (the whole backend description).
 No script evaluation in the page: its CSP forbids eval, and the tests should see what users see.
 """
 
@@ -24,6 +25,7 @@ class Answer:
     text: str  # everything shown in the bubble (answer, stats line, errors)
     proposed: int = 0  # draft tokens sent to verification (data-proposed)
     fallback: str = ""  # fallback code when speculation silently did not run (data-fallback)
+    seed: int = -1  # the seed the answer used (data-seed)
 
 
 @dataclass
@@ -54,6 +56,7 @@ class App:
     def reload(self) -> None: ...
     def attribute(self, selector: str, name: str, index: int = 0) -> str | None: ...
     def text(self, selector: str, index: int = 0) -> str: ...
+    def value(self, selector: str) -> str: ...  # a form field's current value
     def count(self, selector: str) -> int: ...
     def click(self, selector: str) -> None: ...
     def fill(self, selector: str, value: str) -> None: ...
@@ -78,10 +81,10 @@ class App:
 
     # -- user actions -------------------------------------------------------------------------------
     def wait_ready(self) -> str:
-        """Wait for the load screen to go; returns the backend badge (fails on a fatal screen)."""
+        """Wait for the load screen to go; returns the backend description (fails on a fatal screen)."""
         self.wait(lambda: self.is_hidden("#loading"), LOAD_TIMEOUT_S, "ready page")
         assert self.is_hidden("#fatal"), f"{self.engine}: {self.text('#fatal-message')}"
-        return self.text("#backend")
+        return self.attribute("#backend", "data-detail") or ""
 
     def wait_fatal(self, timeout_s: float = 300) -> str:
         deadline = time.monotonic() + timeout_s
@@ -90,9 +93,14 @@ class App:
             time.sleep(0.1)
         return self.text("#fatal-message")
 
+    def open_settings(self) -> None:
+        if self.attribute("#settings", "open") is None:
+            self.click("#open-settings")
+
     def configure(self, **settings) -> None:
-        """Set fields of the settings panel as a user would (the page persists them)."""
-        self.click("#open-settings")
+        """Set fields of the Settings dialog as a user would, then Save (the dialog stays open, showing what is
+        wrong, when a value is invalid)."""
+        self.open_settings()
         for name, value in settings.items():
             selector = f"#settings-form [name={name}]"
             if name == "proposer":
@@ -101,7 +109,7 @@ class App:
                 self.set_checked(selector, value)
             else:
                 self.fill(selector, str(value))
-        self.click("#close-settings")
+        self.click("#save-settings")
 
     def settings_error(self) -> str | None:
         return None if self.is_hidden("#settings-error") else self.text("#settings-error")
@@ -113,6 +121,12 @@ class App:
         self.click("#send")
         return index
 
+    def action(self, index: int, action: str, role: str = "assistant") -> None:
+        """Click a message's button (data-action: regenerate, continue, edit)."""
+        self.click_nth(f".message.{role}", index, f"[data-action={action}]")
+
+    def click_nth(self, selector: str, index: int, inner: str) -> None: ...
+
     def answer(self, index: int) -> Answer:
         self.wait(lambda: self.count(ANSWER) > index, ANSWER_TIMEOUT_S, "answer")
         selector = ".message.assistant"
@@ -122,6 +136,7 @@ class App:
             self.text(selector, index),
             int(self.attribute(selector, "data-proposed", index) or 0),
             self.attribute(selector, "data-fallback", index) or "",
+            int(self.attribute(selector, "data-seed", index) or -1),
         )
 
     def ask(self, text: str) -> Answer:
@@ -132,7 +147,7 @@ class App:
 
     def compare(self) -> tuple[list[CompareRow], str]:
         """Run Compare on the last prompt; returns the table rows and the identity line."""
-        self.click("#open-settings")
+        self.open_settings()
         self.click("#compare")
         self.wait(
             lambda: not self.is_hidden("#compare-results") and not self.is_disabled("#compare"),
@@ -166,6 +181,9 @@ class PlaywrightApp(App):
     def text(self, selector, index=0):
         return self.page.locator(selector).nth(index).text_content() or ""
 
+    def value(self, selector):
+        return self.page.locator(selector).input_value()
+
     def count(self, selector):
         return self.page.locator(selector).count()
 
@@ -179,6 +197,9 @@ class PlaywrightApp(App):
 
     def select(self, selector, value):
         self.page.locator(selector).select_option(value)
+
+    def click_nth(self, selector, index, inner):
+        self.page.locator(selector).nth(index).locator(inner).click()
 
     def set_checked(self, selector, value):
         self.page.locator(selector).set_checked(value)
@@ -223,22 +244,44 @@ class SeleniumApp(App):
                 time.sleep(0.05)
         return action()
 
+    # Reads go through one script call each: WebKitWebDriver fails to make handles for nodes that a re-render
+    # replaced ("Stale element found when trying to create the node handle"), even when found again.
+    def _read(self, selector, index, expression):
+        found = self.driver.execute_script(
+            "const e = document.querySelectorAll(arguments[0])[arguments[1]];"
+            f"return e === undefined ? {{missing: true}} : {{value: {expression}}};",
+            selector,
+            index,
+        )
+        if found.get("missing"):
+            raise AssertionError(f"{self.engine}: no element {selector!r}[{index}]")
+        return found["value"]
+
     def attribute(self, selector, name, index=0):
-        return self._retry(lambda: self._one(selector, index).get_attribute(name))
+        return self._read(selector, index, f"e.getAttribute({json.dumps(name)})")
 
     def text(self, selector, index=0):
-        return self._retry(lambda: self._one(selector, index).get_attribute("textContent") or "")
+        return self._read(selector, index, "e.textContent") or ""
+
+    def value(self, selector):
+        return self._read(selector, 0, "e.value")
 
     def count(self, selector):
-        return len(self._all(selector))
+        return self.driver.execute_script("return document.querySelectorAll(arguments[0]).length", selector)
 
     def click(self, selector):
-        self._one(selector).click()
+        self._retry(lambda: self._one(selector).click())
 
     def fill(self, selector, value):
-        element = self._one(selector)
-        element.clear()
-        element.send_keys(value)
+        def fill_once():
+            element = self._one(selector)
+            element.clear()
+            element.send_keys(value)
+
+        self._retry(fill_once)
+
+    def click_nth(self, selector, index, inner):
+        self._retry(lambda: self._one(selector, index).find_element("css selector", inner).click())
 
     def select(self, selector, value):
         from selenium.webdriver.support.ui import Select
@@ -254,11 +297,4 @@ class SeleniumApp(App):
         self.driver.save_screenshot(path)
 
     def cells(self, row_selector, index):
-        from selenium.webdriver.common.by import By
-
-        return self._retry(
-            lambda: [
-                c.get_attribute("textContent") or ""
-                for c in self._one(row_selector, index).find_elements(By.TAG_NAME, "td")
-            ]
-        )
+        return self._read(row_selector, index, "Array.from(e.cells, (c) => c.textContent)")

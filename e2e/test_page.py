@@ -195,14 +195,22 @@ def test_a_failing_draft_falls_back_visibly(playwright_instance, tmp_path, synth
 
 
 @pytest.mark.parametrize("engine", ["chromium", "webkitgtk"])
-def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, site_url, artifacts, engine):
-    with open_app(playwright_instance, engine, site_url + "?nosw", {**SETTINGS, "max_tokens": 10_000}) as app:
+def test_over_long_input_is_refused_before_sending_and_stop_keeps_the_answer(
+    playwright_instance, site_url, artifacts, engine
+):
+    with open_app(playwright_instance, engine, site_url + "?nosw", {**SETTINGS, "max_tokens": 511}) as app:
         app.wait_ready()
-        long = app.ask(" ".join(str(i) for i in range(400)))  # > 1,000 tokens; the synthetic context is 512
-        assert long.finish == "rejected" and "context limit" in long.text, long
+        long = " ".join(str(i) for i in range(400))  # > 1,000 tokens; the synthetic context is 512
+        app.fill("#input", long)
+        app.wait(lambda: "too long" in app.text("#token-count"), 120, "the token count refusing the message")
+        assert app.is_disabled("#send"), "a message that cannot fit is not sent"
+        assert app.value("#input") == long and app.count(".message") == 0, "the text stays, nothing was sent"
+        app.screenshot(str(artifacts / f"page-{engine}-too-long.png"))
+        app.fill("#input", PROMPT)
+        app.wait(lambda: not app.is_disabled("#send"), 60, "Send enabled again")
         index = app.send(PROMPT)
         app.wait(
-            lambda: app.count(".message.assistant") > index and app.text(".message.assistant", index).strip(),
+            lambda: app.count(".message.assistant") > index and app.text(".message.assistant .content", index).strip(),
             120,
             "first tokens",
         )
@@ -210,8 +218,27 @@ def test_over_long_prompt_and_stop_keep_the_conversation(playwright_instance, si
         stopped = app.answer(index)
         assert stopped.finish == "cancelled", stopped
         shown = app.text(".message.assistant", index)
-        assert shown.strip(), "the text shown before stop is kept"
+        assert shown.strip() and "Stopped." in shown, "the text shown before stop is kept, and said to be stopped"
+        assert app.count(".message.assistant .error") == 0, "stopping is not an error"
+        content = app.text(".message.assistant .content", index)
         after = app.ask(PROMPT)
         assert after.finish in ("stop", "length") and after.tokens
-        assert app.text(".message.assistant", index) == shown  # earlier answers untouched
+        assert app.text(".message.assistant .content", index) == content  # earlier answers untouched
         app.screenshot(str(artifacts / f"page-{engine}-stop.png"))
+
+
+def test_a_long_conversation_leaves_its_oldest_turns_out_visibly(playwright_instance, site_url, artifacts):
+    """Three ~200-token questions overflow the synthetic model's 512-token context (64 tokens stay free for the
+    answer): the count says so before sending, and the answer says which turns the model did not read."""
+    with open_app(playwright_instance, "chromium", site_url + "?nosw", SETTINGS) as app:
+        app.wait_ready()
+        question = " ".join(str(i) for i in range(60))
+        for turn in range(2):
+            assert app.ask(f"{turn} {question}").tokens
+            assert "left out" not in app.text(".message.assistant", turn)
+        app.fill("#input", f"2 {question}")
+        app.wait(lambda: "will be left out" in app.text("#token-count"), 60, "the count announcing dropped turns")
+        app.click("#send")
+        last = app.answer(2)
+        assert last.tokens and "oldest messages were left out" in last.text, last.text
+        app.screenshot(str(artifacts / "page-dropped-turns.png"))

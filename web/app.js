@@ -44,6 +44,7 @@ function onReady(readyInfo) {
   $("settings-form").elements.top_k.max = info.limits.vocab;
   store.askPersistence();
   setBusy(false);
+  refuse(settingsProblem() ?? "");
   updateCount();
   $("input").focus();
 }
@@ -274,7 +275,15 @@ function refuse(text) {
 }
 
 // Sends the composer's text as a user message (replacing the edited message and all after it, if editing).
+// Stored settings out of the engine's range (an older version, or edited by hand) are never sent.
+function settingsProblem() {
+  const errors = Object.values(fieldErrors(loadSettings(), info.limits));
+  return errors.length ? `Your saved settings are out of range (${errors.join("; ")}). Open Settings to fix them.` : null;
+}
+
 async function send(text) {
+  const problem = settingsProblem();
+  if (problem) { refuse(problem); return; }
   const settings = loadSettings();
   const keep = editing ?? conversation.messages.length;
   const messages = [...modelMessages(keep), { role: "user", content: text }];
@@ -285,7 +294,7 @@ async function send(text) {
     return;
   }
   conversation.messages = conversation.messages.slice(0, keep);
-  if (!conversation.messages.length && conversation.title === "New chat") conversation.title = text.replace(/\s+/g, " ").slice(0, 48);
+  if (keep === 0 && conversation.autoTitle) conversation.title = text.replace(/\s+/g, " ").slice(0, 48);  // until renamed
   conversation.messages.push({ role: "user", content: text });
   cancelEdit();
   $("input").value = "";
@@ -326,6 +335,8 @@ async function answer(request, dropped = 0) {
 // The last answer again, with a new random seed (a fixed seed in Settings would repeat it).
 async function regenerate() {
   if (busy) return;
+  const problem = settingsProblem();
+  if (problem) { refuse(problem); return; }
   conversation.messages.pop();
   renderConversation();
   const settings = loadSettings();
@@ -339,6 +350,8 @@ async function regenerate() {
 // Carries the last answer on after a length stop: the model reads it back open and writes on.
 async function continueAnswer() {
   if (busy) return;
+  const problem = settingsProblem();
+  if (problem) { refuse(problem); return; }
   const index = conversation.messages.length - 1;
   const last = conversation.messages[index];
   const settings = loadSettings();
@@ -565,7 +578,7 @@ $("rename").onclick = () => {
   const field = Object.assign(document.createElement("input"), { value: conversation.title, id: "title-field" });
   field.setAttribute("aria-label", "Conversation title");
   const done = async (save) => {
-    if (save && field.value.trim()) { conversation.title = field.value.trim(); await persist(); }
+    if (save && field.value.trim()) { conversation.title = field.value.trim(); conversation.autoTitle = false; await persist(); }
     field.replaceWith($("conversation-title"));
     $("conversation-title").textContent = conversation.title;
   };

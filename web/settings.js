@@ -68,8 +68,10 @@ export function markErrors(form, errors) {
     const note = form.querySelector(`[data-error-for="${key}"]`);
     const problem = errors[key] ?? null;
     input.setAttribute("aria-invalid", String(Boolean(problem)));
-    note.textContent = problem ?? "";
-    note.hidden = !problem;
+    if (note) {  // every field that can be wrong has one (the proposer menu cannot be)
+      note.textContent = problem ?? "";
+      note.hidden = !problem;
+    }
     if (problem && !first) first = input;
   }
   return first;

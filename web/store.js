@@ -1,6 +1,7 @@
 // store.js — conversations kept on this device (IndexedDB), and what the site stores in all.
 //
-// A conversation: {id, title, system, created, updated (ms since 1970), messages: [Message]}
+// A conversation: {id, title, autoTitle (the title follows the first message until renamed), system,
+//                  created, updated (ms since 1970), messages: [Message]}
 // A Message: {role: "user" | "assistant", content, and for answers: tokens (exact ids), finish, seed, stats}
 // Nothing here leaves the device; the model files live in the Cache API (worker.js), settings in localStorage.
 
@@ -34,7 +35,7 @@ async function transact(mode, work) {
 
 export function newConversation() {
   const now = Date.now();
-  return { id: crypto.randomUUID(), title: "New chat", system: "", created: now, updated: now, messages: [] };
+  return { id: crypto.randomUUID(), title: "New chat", autoTitle: true, system: "", created: now, updated: now, messages: [] };
 }
 
 // Newest first.
