@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ALL_ENGINES, GPU_ENGINES, ROOT, open_app
-from .native import native_tokens
+from .native import native_done, native_engine, native_tokens, page_request
 
 PROMPT = "hello world"
 SETTINGS = {
@@ -47,6 +47,18 @@ def expected(synth_package, engine: str, prompt: str, seed: int, max_tokens: int
     )
 
 
+def expected_continuation(synth_package, engine: str, prompt: str, cut_seed: int, seed: int) -> list[int]:
+    """The native engine carrying on the answer it gave with cut_seed (continue_final_message) with seed."""
+    backend = "cpu" if engine == "webkitgtk" else "webgpu"
+    request = page_request(prompt, "prompt_lookup", 4, 1, cut_seed, 8)
+    cut = native_done(
+        synth_package, backend, prompt=prompt, proposer="prompt_lookup", k=4, temperature=1, seed=cut_seed, max_tokens=8
+    )
+    request["messages"].append({"role": "assistant", "content": cut["text"]})
+    done = list(native_engine(synth_package, backend).chat({**request, "seed": seed, "continue_final_message": True}))
+    return done[-1]["tokens"]
+
+
 def messages(app) -> list[tuple[str, str]]:
     """(role, text) of every message shown, text without the buttons and numbers around it."""
     out = []
@@ -58,15 +70,16 @@ def messages(app) -> list[tuple[str, str]]:
 
 def wait_finished(app, index: int, what: str, previous: list[int] | None = None) -> None:
     """Until answer `index` has ended (and its token list changed from `previous`, when given)."""
-    app.wait(
-        lambda: (
-            app.count(".message.assistant") > index
-            and app.attribute(".message.assistant", "data-finish", index)
-            and app.attribute(".message.assistant", "data-tokens", index) != previous
-        ),
-        300,
-        what,
-    )
+
+    def finished() -> bool:
+        try:
+            return bool(app.attribute(".message.assistant", "data-finish", index)) and (
+                json.loads(app.attribute(".message.assistant", "data-tokens", index) or "null") != previous
+            )
+        except AssertionError:  # not there (yet, or replaced while we looked)
+            return False
+
+    app.wait(finished, 300, what)
 
 
 @pytest.mark.parametrize("engine", ALL_ENGINES)
@@ -89,6 +102,7 @@ def test_a_conversation_survives_reload_and_answers_can_be_regenerated_edited_an
         wait_finished(app, 0, "continued answer", again.tokens)
         continued = app.answer(0)
         assert continued.tokens[:8] == again.tokens and len(continued.tokens) == 16, continued
+        assert continued.tokens[8:] == expected_continuation(synth_package, engine, PROMPT, again.seed, continued.seed)
         assert app.count(".message.assistant") == 1
 
         app.action(0, "edit", role="user")  # edit and resend: the question and everything after it are replaced
@@ -126,8 +140,10 @@ def test_a_conversation_survives_reload_and_answers_can_be_regenerated_edited_an
         assert app.text("#conversation-list button") == "a second chat"
 
 
-@pytest.mark.parametrize("engine", GPU_ENGINES)
-def test_rename_and_export(playwright_instance, site_url, artifacts, engine, tmp_path):
+def test_rename_and_export(playwright_instance, site_url, artifacts, tmp_path):
+    """Chromium only: with Firefox ESR, Playwright reports no download event for any link download (checked
+    with a blob link on a blank page), so the files cannot be read back there."""
+    engine = "chromium"
     with open_app(playwright_instance, engine, page_url(site_url, engine), SETTINGS) as app:
         app.wait_ready()
         answer = app.ask(PROMPT)
@@ -288,9 +304,7 @@ def test_model_and_storage_dialog_shows_and_clears_what_is_stored(playwright_ins
         assert "Really" in app.text("#clear-model")
         page.click("#clear-model")
         app.wait(lambda: app.text("#storage-facts dd", 0).startswith("0.0 MB"), 30, "model files deleted")
-        assert page.evaluate("caches.keys()") in ([], ["spec-chat-shell-v1"]) or all(
-            "model" not in k for k in page.evaluate("caches.keys()")
-        )
+        assert "spec-chat-model-v1" not in page.evaluate("caches.keys()"), "the model files are gone"
         page.click("#clear-conversations")
         page.click("#clear-conversations")
         app.wait(lambda: app.count(".message") == 0, 30, "conversations deleted")

@@ -22,12 +22,23 @@ let compareCancelled = false;
 // ---- worker ----------------------------------------------------------------------------------------------
 const client = new WorkerClient(new URL("./worker.js", import.meta.url), { onProgress, onReady, onFatal });
 
+let downloadStart = null;  // [ms, bytes] at the first model progress report
 function onProgress({ phase, done, total, label }) {
   const bar = $(`progress-${phase}`);
   bar.max = total || 1;
   bar.value = done;
-  if (phase === "model") $("progress-model-text").textContent = `${(done / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB`;
+  if (phase === "model") $("progress-model-text").textContent = `${(done / MB).toFixed(1)} of ${(total / MB).toFixed(1)} MB${eta(done, total)}`;
   $("loading-detail").textContent = label || "";
+}
+
+// " · about 40 s left" from the average rate so far (nothing until a second of data is in).
+function eta(done, total) {
+  const now = performance.now();
+  downloadStart ??= [now, done];
+  const seconds = (now - downloadStart[0]) / 1000;
+  if (seconds < 1 || done >= total || done <= downloadStart[1]) return "";
+  const left = (total - done) / ((done - downloadStart[1]) / seconds);
+  return ` · about ${left < 60 ? `${Math.ceil(left)} s` : `${Math.ceil(left / 60)} min`} left`;
 }
 
 function onReady(readyInfo) {
@@ -461,7 +472,7 @@ async function openModelInfo() {
     const bytes = Object.values(info.files).reduce((a, b) => a + b, 0);
     facts($("model-facts"), [
       ["Model", info.model], ["Licence", info.license ?? "not stated in this package"],
-      ["Download", `${(bytes / MB).toFixed(1)} MB in ${Object.keys(info.files).length} files`],
+      ["Package", `${(bytes / MB).toFixed(1)} MB in ${Object.keys(info.files).length} files (this backend downloads only those it needs)`],
       ["Weights", info.quantisation.map((q) => q.toUpperCase()).join(", ")],
       ["Context", `${info.limits.context} tokens`], ["Runs on", $("backend").dataset.detail],
       ["Draft model", info.draftKind ?? "none"],
@@ -575,19 +586,24 @@ $("toggle-conversations").onclick = () => {
   $("toggle-conversations").setAttribute("aria-expanded", String(open_));
 };
 $("rename").onclick = () => {
+  const title = $("conversation-title");
   const field = Object.assign(document.createElement("input"), { value: conversation.title, id: "title-field" });
   field.setAttribute("aria-label", "Conversation title");
+  let finished = false;
   const done = async (save) => {
+    if (finished) return;  // Enter, then the blur that replacing the field causes
+    finished = true;
+    field.replaceWith(title);
     if (save && field.value.trim()) { conversation.title = field.value.trim(); conversation.autoTitle = false; await persist(); }
-    field.replaceWith($("conversation-title"));
-    $("conversation-title").textContent = conversation.title;
+    title.textContent = conversation.title;
+    $("rename").focus();
   };
   field.onkeydown = (event) => {
     if (event.key === "Enter") done(true);
     if (event.key === "Escape") { event.preventDefault(); done(false); }
   };
   field.onblur = () => done(true);
-  $("conversation-title").replaceWith(field);
+  title.replaceWith(field);
   field.select();
 };
 confirmTwice($("delete"), "Really delete?", async () => {

@@ -19,8 +19,7 @@ export function download(name, text, type) {
   const link = Object.assign(document.createElement("a"), { href: url, download: name });
   document.body.append(link);
   link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  setTimeout(() => { link.remove(); URL.revokeObjectURL(url); }, 10_000);  // Firefox starts the download later
 }
 
 export function fileName(conversation, extension) {

@@ -55,8 +55,10 @@ export const setCurrentId = (id) => localStorage.setItem(CURRENT_KEY, id);
 // estimate for the whole origin, or null), persisted (whether the browser promised not to evict it)}.
 export async function storageReport() {
   let model = 0;
-  const cache = await caches.open(MODEL_CACHE);
-  for (const request of await cache.keys()) model += (await (await cache.match(request)).blob()).size;  // disk-backed
+  if (await caches.has(MODEL_CACHE)) {  // (opening it would create it)
+    const cache = await caches.open(MODEL_CACHE);
+    for (const request of await cache.keys()) model += (await (await cache.match(request)).blob()).size;  // disk-backed
+  }
   const conversations = new Blob([JSON.stringify(await listConversations())]).size;
   const estimate = navigator.storage?.estimate ? await navigator.storage.estimate() : null;
   const persisted = navigator.storage?.persisted ? await navigator.storage.persisted() : false;
