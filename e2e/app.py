@@ -270,7 +270,15 @@ class SeleniumApp(App):
         return self.driver.execute_script("return document.querySelectorAll(arguments[0]).length", selector)
 
     def click(self, selector):
-        self._retry(lambda: self._one(selector).click())
+        from selenium.common.exceptions import ElementNotInteractableException
+
+        try:
+            self._retry(lambda: self._one(selector).click())
+        except ElementNotInteractableException:
+            # WebKitWebDriver does not scroll inside a modal dialog (the top layer) to reach a button below its
+            # fold; scroll it into view, then click as a user would.
+            self.driver.execute_script("document.querySelector(arguments[0]).scrollIntoView()", selector)
+            self._retry(lambda: self._one(selector).click())
 
     def fill(self, selector, value):
         def fill_once():

@@ -84,6 +84,7 @@ def test_the_faster_champion_is_measured_once_and_can_be_switched(
             badge = app.wait_ready()
             assert badge.startswith(shown), badge
             assert "chosen in Settings" in app.text("#backend-why")
+            app.new_chat()  # the conversation was restored after the reload; the reference is a fresh chat
             assert app.ask(PROMPT).tokens == expected, f"{choice}: tokens differ from the native engine"
         app.click("#open-settings")
         app.screenshot(str(artifacts / "page-backend-choice.png"))
@@ -98,6 +99,8 @@ def test_offline_after_the_first_visit_and_no_foreign_requests(playwright_instan
         app.context.set_offline(True)
         app.reload()
         app.wait_ready()
+        assert app.count(".message") == 2, "the conversation is back, offline"
+        app.new_chat()
         assert app.ask(PROMPT).tokens == first.tokens
         app.screenshot(str(artifacts / "page-offline.png"))
     assert foreign == []
@@ -125,6 +128,33 @@ def test_a_corrupted_shard_is_refused_naming_it(playwright_instance, tmp_path, s
 
     message = fatal_message(playwright_instance, tmp_path, synth_package, "chromium", flip_a_bit)
     assert "champion-000.bin" in message and "sha256" in message, message
+
+
+def test_a_damaged_file_is_named_in_plain_words_and_reload_fetches_only_what_is_missing(
+    playwright_instance, tmp_path, synth_package, artifacts
+):
+    """The error screen says which file is damaged in plain words (technical detail behind a toggle); after the
+    file is mended, Reload fetches it again but not the files that were already checked and kept."""
+    url, server = serve_site(synth_package, tmp_path / "site")
+    shard = tmp_path / "site" / "model" / "draft.onnx"  # after champion-000.bin in the load order
+    good = shard.read_bytes()
+    shard.write_bytes(good[:1000] + bytes([good[1000] ^ 0x10]) + good[1001:])
+    try:
+        with open_app(playwright_instance, "chromium", url + "?nosw&backend=webgpu") as app:
+            app.wait_fatal()
+            plain = app.text("#fatal-plain")
+            assert plain.startswith("A model file is damaged: draft.onnx."), plain
+            assert "sha256" in app.text("#fatal-message")
+            app.screenshot(str(artifacts / "page-damaged-file.png"))
+            shard.write_bytes(good)
+            fetched = []
+            app.page.on("request", lambda request: fetched.append(request.url.rsplit("/", 1)[-1]))
+            app.click("#reload")
+            app.wait_ready()
+            assert "draft.onnx" in fetched and "champion-000.bin" not in fetched, fetched
+            assert app.ask(PROMPT).tokens
+    finally:
+        server.shutdown()
 
 
 def test_a_kernel_that_does_not_compile_is_named(playwright_instance, tmp_path, synth_package):
