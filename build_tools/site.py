@@ -3,6 +3,7 @@
     web/                 index.html, style.css, the page's modules (app.js, worker_client.js, settings.js, store.js,
                          compare.js, export.js, clipboard.js, markdown.js, charts.js), the worker's (worker.js,
                          gpu.js, onnx_session.js, dequant.js), sw.js
+    web/examples/        a minimal page using the embeddable API (spec-chat.js, spec-chat.d.ts)
     web/vendor/pyodide/  Pyodide core from node_modules (no CDN, no package fetches)
     web/vendor/ort/      onnxruntime-web wasm backend from node_modules
     web/vendor/pyodide_app/, shaders/   the orchestrator's Python files and the WGSL kernels
@@ -37,6 +38,8 @@ PAGE_FILES = (
     "compare.js",
     "export.js",
     "clipboard.js",
+    "spec-chat.js",
+    "spec-chat.d.ts",
     "worker.js",
     "gpu.js",
     "onnx_session.js",
@@ -47,6 +50,7 @@ PAGE_FILES = (
     "style.css",
 )
 
+EXAMPLE_FILES = ("minimal.html", "minimal.js")  # web/examples: a page using spec-chat.js
 
 WLLAMA = ROOT / "node_modules" / "@wllama" / "wllama" / "esm"  # the bench's llama.cpp peer (bench sites only)
 
@@ -70,6 +74,7 @@ def build_site(model: Path, out: Path = WEB) -> dict:
     model = Path(model)
     if out.resolve() != WEB.resolve():
         copy_files(WEB, PAGE_FILES, out)
+        copy_files(WEB / "examples", EXAMPLE_FILES, out / "examples")  # how to embed the API (not precached)
     vendor = out / "vendor"
     shutil.rmtree(vendor, ignore_errors=True)
     files = [name for name in PAGE_FILES if name != "sw.js"]  # what the service worker caches (not itself)

@@ -583,10 +583,7 @@ def test_a_long_conversation_drops_its_oldest_turns_to_fit(synth_engine):
     turns = [
         message
         for i in range(6)
-        for message in (
-            {"role": "user", "content": f"question {i}"},
-            {"role": "assistant", "content": "fine"},
-        )
+        for message in ({"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "fine"})
     ]
     chat_ = [system, *turns, {"role": "user", "content": "the last question"}]
     whole = len(synth_engine.encode_prompt(chat_))

@@ -21,6 +21,7 @@ let runChat = null;
 let ortWasm = null;   // the onnxruntime-web module (wasm build)
 let manifest = null;
 let site = null;
+let modelUrl = null;  // the model package's folder URL: the load's modelBase, else the site's own
 let cacheHits = 0;    // model files served from the Cache API during load (a warm load)
 const peers = {};     // benchmark peers: backend -> {runner, session_s}
 // Where a WebGPU step is faster than this, the CPU champion is not even timed: no wasm champion step has
@@ -108,15 +109,16 @@ async function loadRuntime(site) {
 // cpuFloorMs: the CPU_PATH_FLOOR_MS override (?cpu_floor_ms=, tests: 0 times the CPU champion on any device).
 // backendFrom: "url" or "settings", where a non-auto backend came from (said in the reason shown).
 async function load({ kMax, context, kernels = null, kernelChoices = {}, backend = "auto", backendChoices = {}, cpuFloorMs = null,
-                      backendFrom = "settings" }) {
+                      backendFrom = "settings", modelBase = null }) {
   const chosenBy = backendFrom === "url" ? "set in the page address" : "chosen in Settings";
   const started = performance.now();
   const seconds = (since) => (performance.now() - since) / 1000;
   const timing = {};  // seconds per phase, reported in the ready message
   site = await (await fetchOk("./vendor/site.json")).json();
+  modelUrl = modelBase ? new URL(modelBase, self.location.href).href : `./${site.model}`;
   const ort = ortWasm = await loadRuntime(site);
   timing.runtime_s = seconds(started);
-  const manifestText = await (await fetchOk(`./${site.model}manifest.json`)).text();
+  const manifestText = await (await fetchOk(`${modelUrl}manifest.json`)).text();
   manifest = JSON.parse(manifestText);
   const checkManifest = pyodide.pyimport("pyodide_app.manifest").check_manifest;
   try {
@@ -157,7 +159,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
   let done = 0;
   const files = new Map();
   for (const name of names) {
-    files.set(name, await modelFile(`./${site.model}`, name, manifest.files[name], (n) => { done += n; progress("model", done, total, name); }));
+    files.set(name, await modelFile(modelUrl, name, manifest.files[name], (n) => { done += n; progress("model", done, total, name); }));
   }
   timing.model_s = seconds(started) - timing.runtime_s;
   timing.model_files_from_cache = cacheHits;
@@ -288,7 +290,7 @@ async function cpuChampion(ort, files) {
   }
   if (!manifest.fallback) throw new Error(notice || "this package has no CPU champion");
   const name = manifest.fallback.onnx;
-  if (!files.has(name)) files.set(name, await modelFile(`./${site.model}`, name, manifest.files[name], () => {}));
+  if (!files.has(name)) files.set(name, await modelFile(modelUrl, name, manifest.files[name], () => {}));
   return { runner: await OnnxKVSession.create(ort, files.get(name), manifest.fallback), entry: "fallback", notice };
 }
 
@@ -332,7 +334,7 @@ async function peerRunner(backend) {
       ort.env.wasm.numThreads = 1;
     }
     const name = manifest.fallback.onnx;
-    const bytes = await modelFile(`./${site.model}`, name, manifest.files[name], () => {});
+    const bytes = await modelFile(modelUrl, name, manifest.files[name], () => {});
     const runner = await OnnxKVSession.create(ort, bytes, manifest.fallback, [backend]);
     peers[backend] = { runner, session_s: (performance.now() - started) / 1000 };
   }

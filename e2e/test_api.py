@@ -1,0 +1,104 @@
+"""The embeddable API (web/spec-chat.js) as another page of the origin uses it: the minimal example page
+loads an engine; the tests call it as a developer would, from the page's own JavaScript (Playwright
+evaluate), against the native engine's tokens (synthetic model)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .conftest import GPU_ENGINES, open_app
+from .native import native_done
+
+PROMPT = "hello world"
+REQUEST = {"max_tokens": 16, "temperature": 0, "seed": 0, "speculative": {"proposer": "prompt_lookup", "k": 4}}
+
+STREAM = """async (params) => {
+  const chunks = [];
+  for await (const chunk of await window.specChatEngine.chat.completions.create({ ...params, stream: true })) {
+    chunks.push(chunk);
+  }
+  return chunks;
+}"""
+
+ERROR_CODE = """async (params) => {
+  try { await window.specChatEngine.chat.completions.create(params); return "no error"; }
+  catch (error) { return `${error.name}:${error.code}`; }
+}"""
+
+CREATE = """async (options) => {
+  const api = await import("/spec-chat.js");
+  try { window.specChatEngine = await api.createEngine(options ?? {}); return "ok"; }
+  catch (error) { return error.code; }
+}"""
+
+ABORT = """async () => {
+  const controller = new AbortController();
+  const seen = [];
+  try {
+    const chunks = await window.specChatEngine.chat.completions.create({
+      messages: [{ role: "user", content: "hello world" }], stream: true, max_tokens: 400, temperature: 0,
+      signal: controller.signal,
+    });
+    for await (const chunk of chunks) {
+      seen.push(chunk.choices[0].delta.content ?? "");
+      if (seen.join("")) controller.abort();
+    }
+    return { outcome: "finished", seen };
+  } catch (error) {
+    return { outcome: error.name, seen };
+  }
+}"""
+
+
+@pytest.mark.parametrize("engine", GPU_ENGINES)
+def test_the_api_streams_the_native_tokens_and_refuses_bad_calls(
+    playwright_instance, site_url, synth_package, artifacts, engine
+):
+    expected = native_done(
+        synth_package, prompt=PROMPT, proposer="prompt_lookup", k=4, temperature=0, seed=0, max_tokens=16
+    )
+    with open_app(playwright_instance, engine, site_url + "examples/minimal.html") as app:
+        page = app.page
+        deadline = time.monotonic() + 600
+        while not page.locator("#status").text_content().startswith("Ready"):
+            assert time.monotonic() < deadline, page.locator("#status").text_content()
+            time.sleep(0.2)
+        assert page.evaluate(CREATE) == "ENGINE_EXISTS", "one engine per page"
+        page.evaluate("window.specChatEngine.unload()")  # then one with the kernels the native reference runs
+        assert page.evaluate(ERROR_CODE, {"messages": [{"role": "user", "content": "hi"}]}) == "SpecChatError:UNLOADED"
+        assert page.evaluate(CREATE, {"kernels": "columns"}) == "ok"
+        info = page.evaluate("window.specChatEngine.info()")
+        assert info["backend"] == "WebGPU" and info["kernel_variant"] == "columns" and info["limits"]["context"] == 512
+        params = {"messages": [{"role": "user", "content": PROMPT}], **REQUEST}
+
+        chunks = page.evaluate(STREAM, params)
+        assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+        assert all(c["object"] == "chat.completion.chunk" and len({c["id"] for c in chunks}) == 1 for c in chunks)
+        last = chunks[-1]
+        assert last["choices"][0]["finish_reason"] == "length" and last["usage"]["completion_tokens"] == 16
+        assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+        text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+        assert last["speculative"]["tokens"] == expected["tokens"] and text == expected["text"]
+        assert last["speculative"]["proposer"] == "prompt_lookup" and last["speculative"]["seed"] == 0
+
+        whole = page.evaluate("(p) => window.specChatEngine.chat.completions.create(p)", params)
+        assert whole["object"] == "chat.completion" and whole["choices"][0]["message"]["content"] == expected["text"]
+
+        aborted = page.evaluate(ABORT)
+        assert aborted["outcome"] == "AbortError" and "".join(aborted["seen"]), aborted
+        assert page.evaluate(STREAM, params)[-1]["speculative"]["tokens"] == expected["tokens"], "works after abort"
+
+        for bad, code in (
+            ({"messages": []}, "INVALID_SETTINGS"),
+            ({"messages": [{"role": "robot", "content": "hi"}]}, "INVALID_SETTINGS"),
+            ({**params, "temperature": -1}, "INVALID_SETTINGS"),
+            ({**params, "max_tokens": 1.5}, "INVALID_SETTINGS"),
+            ({**params, "speculative": {"proposer": "magic"}}, "INVALID_SETTINGS"),
+            ({**params, "speculative": {"proposer": "prompt_lookup", "k": 99}}, "INVALID_SETTINGS"),  # the engine's
+            ({"messages": [{"role": "user", "content": " ".join(map(str, range(400)))}]}, "PROMPT_TOO_LONG"),
+        ):
+            assert page.evaluate(ERROR_CODE, bad) == f"SpecChatError:{code}", bad
+
+        app.screenshot(str(artifacts / f"api-{engine}-example.png"))
