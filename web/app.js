@@ -276,6 +276,12 @@ async function stream(request, element, prefix = { content: "", tokens: [] }) {
     finish: done.finish_reason, seed: done.seed, stats, ...(error ? { error } : {}) } };
 }
 
+// The model messages without the `dropped` oldest after the system message (Engine.fit_conversation's count).
+function withoutOldest(messages, dropped) {
+  const system = messages[0].role === "system" ? 1 : 0;
+  return [...messages.slice(0, system), ...messages.slice(system + dropped)];
+}
+
 // What fits: {dropped, prompt_tokens, fits, limit} for these model messages (Engine.fit_conversation).
 function fit(messages, settings) {
   return client.call("fit", { messages, room: Math.min(settings.max_tokens, ANSWER_ROOM) });
@@ -312,9 +318,7 @@ async function send(text) {
   refuse("");
   renderConversation();
   await persist();
-  const system = messages[0].role === "system" ? 1 : 0;
-  const kept = [...messages.slice(0, system), ...messages.slice(system + fitted.dropped)];
-  await answer(buildRequest(settings, kept), fitted.dropped);
+  await answer(buildRequest(settings, withoutOldest(messages, fitted.dropped)), fitted.dropped);
 }
 
 // Runs a request whose answer is appended as a new assistant message.
@@ -351,11 +355,9 @@ async function regenerate() {
   conversation.messages.pop();
   renderConversation();
   const settings = loadSettings();
-  const fitted = await fit(modelMessages(), settings);
   const messages = modelMessages();
-  const system = messages[0].role === "system" ? 1 : 0;
-  const kept = [...messages.slice(0, system), ...messages.slice(system + fitted.dropped)];
-  await answer(buildRequest(settings, kept, { seed: null }), fitted.dropped);
+  const fitted = await fit(messages, settings);
+  await answer(buildRequest(settings, withoutOldest(messages, fitted.dropped), { seed: null }), fitted.dropped);
 }
 
 // Carries the last answer on after a length stop: the model reads it back open and writes on.
