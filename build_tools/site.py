@@ -38,6 +38,7 @@ PAGE_FILES = (
     "compare.js",
     "export.js",
     "clipboard.js",
+    "self_test.js",
     "spec-chat.js",
     "spec-chat.d.ts",
     "worker.js",

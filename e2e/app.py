@@ -37,6 +37,14 @@ class CompareRow:
     proposed: int | None
 
 
+@dataclass
+class SelfTest:
+    passed: bool
+    checks: dict[str, bool]  # check name -> passed, as the dialog lists them
+    summary: str  # the verdict in words
+    offers_cpu: bool  # the "Use the CPU path instead" button is shown
+
+
 def parse_compare_row(cells: list[str]) -> CompareRow:
     """cells: proposer, tokens/s, speed-up, tokens/call, accepted ("a/p" or "—"), draft s, verify s, GPU wait s,
     other s."""
@@ -162,6 +170,22 @@ class App:
 
     def is_disabled(self, selector: str) -> bool:
         return self.attribute(selector, "disabled") is not None
+
+    def self_test(self) -> SelfTest:
+        """Open the model dialog, press "Check this device", wait for the verdict; the dialog stays open."""
+        if self.attribute("#model-info", "open") is None:
+            self.click("#backend")
+        self.click("#run-self-test")
+        self.wait(lambda: self.attribute("#self-test-summary", "data-passed") in ("true", "false"), 300, "self-test")
+        checks = {
+            self.attribute("#self-test-checks li", "data-check", i): self.attribute(
+                "#self-test-checks li", "data-passed", i
+            )
+            == "true"
+            for i in range(self.count("#self-test-checks li"))
+        }
+        passed = self.attribute("#self-test-summary", "data-passed") == "true"
+        return SelfTest(passed, checks, self.text("#self-test-summary"), not self.is_hidden("#use-cpu"))
 
 
 class PlaywrightApp(App):

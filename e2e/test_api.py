@@ -11,6 +11,8 @@ import pytest
 from .conftest import GPU_ENGINES, open_app
 from .native import native_done
 
+CHECKS = ["batch_invariance", "golden_greedy", "philox", "verify_fixtures"]
+
 PROMPT = "hello world"
 REQUEST = {"max_tokens": 16, "temperature": 0, "seed": 0, "speculative": {"proposer": "prompt_lookup", "k": 4}}
 
@@ -100,5 +102,17 @@ def test_the_api_streams_the_native_tokens_and_refuses_bad_calls(
             ({"messages": [{"role": "user", "content": " ".join(map(str, range(400)))}]}, "PROMPT_TOO_LONG"),
         ):
             assert page.evaluate(ERROR_CODE, bad) == f"SpecChatError:{code}", bad
+
+        report = page.evaluate("window.specChatEngine.selfTest()")
+        print(f"\n[api] {engine} selfTest: {report['seconds']:.1f} s, {[c['detail'] for c in report['checks']]}")
+        assert report["passed"] and [c["name"] for c in report["checks"]] == CHECKS, report
+        assert (
+            report["backend"] == "WebGPU"
+            and report["kernel_variant"] == "columns"
+            and report["key"].startswith("WebGPU|")
+        )
+        assert page.evaluate(STREAM, params)[-1]["speculative"]["tokens"] == expected["tokens"], (
+            "works after the self-test"
+        )
 
         app.screenshot(str(artifacts / f"api-{engine}-example.png"))

@@ -48,6 +48,12 @@ def test_settings_panel_and_compare(playwright_instance, site_url, synth_package
             if row.proposer not in ("none", "auto"):  # auto may rightly run champion-alone rounds only
                 assert row.proposed and 0 <= row.accepted / row.proposed <= 1, row
         app.screenshot(str(artifacts / f"page-{engine}-compare.png"))
+        checked = app.self_test()  # "Is it exact on this device?" on whichever champion this browser runs
+        assert checked.passed and all(checked.checks.values()) and not checked.offers_cpu, checked
+        assert set(checked.checks) == {"batch_invariance", "golden_greedy", "philox", "verify_fixtures"}
+        assert checked.summary.startswith("Exact on this device: all 4 checks passed"), checked.summary
+        app.screenshot(str(artifacts / f"page-{engine}-self-test.png"))
+        app.click("#close-model-info")
         app.reload()  # settings persist across visits
         app.wait_ready()
         answer = app.ask(PROMPT)  # the stored settings are used, not the defaults
@@ -170,6 +176,33 @@ def test_a_kernel_that_does_not_compile_is_named(playwright_instance, tmp_path, 
         server.shutdown()
     print(f"\n[page] a broken kernel: {message}")
     assert "kernel verify" in message, message
+
+
+def test_a_kernel_whose_rows_depend_on_the_batch_fails_the_self_test(
+    playwright_instance, tmp_path, synth_package, artifacts
+):
+    """Negative control: the served matmul kernel scales its stores by 1 + (T - 1) * 2^-20 (a row's result then
+    depends on the rows scored with it). The page's self-test must say "Not exact", name batch invariance,
+    offer the CPU path, and still show the verdict when the dialog is opened again."""
+    url, server = serve_site(synth_package, tmp_path / "site")
+    matmul = tmp_path / "site" / "vendor" / "shaders" / "matmul_columns.wgsl"
+    store = "y[at] = select(value, y[at] + value, ACCUMULATE)"
+    assert store in matmul.read_text()
+    matmul.write_text(matmul.read_text().replace(store, store + " * (1.0 + f32(params.rows - 1u) / 1048576.0)"))
+    try:
+        with open_app(playwright_instance, "chromium", url + "?nosw&backend=webgpu&kernels=columns") as app:
+            app.wait_ready()
+            checked = app.self_test()
+            app.screenshot(str(artifacts / "page-self-test-fails.png"))
+            app.click("#close-model-info")
+            app.click("#backend")
+            shown_again = app.text("#self-test-summary")
+    finally:
+        server.shutdown()
+    print(f"\n[page] perturbed kernel: {checked}")
+    assert not checked.passed and checked.offers_cpu and checked.summary.startswith("Not exact on this device"), checked
+    assert checked.checks == {"batch_invariance": False, "golden_greedy": True, "philox": True, "verify_fixtures": True}
+    assert shown_again == checked.summary
 
 
 def test_a_draft_with_another_tokenizer_is_refused(playwright_instance, tmp_path, synth_package):

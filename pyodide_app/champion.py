@@ -15,6 +15,7 @@ from typing import Protocol, Sequence
 
 from .acceptance import Decision, greedy_decision, stochastic_decision
 from .processors import FLOAT, SamplingSettings, process_row
+from .rng import philox4x32_10
 from .sampling import Draws
 from .waits import Steps
 
@@ -59,6 +60,16 @@ class Champion(Protocol):
 
     def memory_bytes(self) -> dict[str, int]:
         """{"weights", "kv" (capacity), "scratch" (activations, logits, verify buffers)}: bytes this champion holds."""
+
+    # The self-test's probes (self_test.py): the same arithmetic verify uses, one piece at a time.
+    def score(self, context: Sequence[int], tokens: Sequence[int]) -> Steps[list]:
+        """Raw logits rows (f32 bytes or floats), one per token, of `tokens` scored in one call after `context`."""
+
+    def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
+        """The acceptance decision on given raw logits rows (no forward pass; the KV cache is untouched)."""
+
+    def philox_words(self, cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
+        """Philox4x32-10 of each (counter[4], key[2]) as this champion's verifier computes it."""
 
 
 class LogitsModel(Protocol):
@@ -152,3 +163,14 @@ class ReferenceChampion:
         inputs = request.context + request.drafts
         raw_rows = [self.model.logits(inputs[: len(request.context) + j]) for j in range(request.rows)]
         return decide(raw_rows, request, self.ops)
+
+    def score(self, context: Sequence[int], tokens: Sequence[int]) -> list:
+        inputs = tuple(context) + tuple(tokens)
+        return [self.model.logits(inputs[: len(context) + j + 1]) for j in range(len(tokens))]
+
+    def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
+        return decide(logits_rows, request, self.ops)
+
+    @staticmethod
+    def philox_words(cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
+        return [philox4x32_10(tuple(counter), tuple(key)) for counter, key in cases]

@@ -13,6 +13,7 @@ from typing import Generator, Protocol, Sequence
 
 from .acceptance import Decision
 from .champion import VerifyRequest, common_prefix, decide, kv_capacity_bytes
+from .rng import philox4x32_10
 from .waits import Steps, Wait, settle
 
 ATTENTION_BUDGET = 64 << 20  # bytes for one call's attention products (float32 graph)
@@ -103,3 +104,18 @@ class CpuChampion:
         rows = yield from settle(self.runtime.run((request.context[-1],) + tuple(request.drafts)))
         self.calls += 1
         return decide(rows, request)
+
+    def score(self, context: Sequence[int], tokens: Sequence[int]) -> Generator[Wait, None, list]:
+        """Raw logits rows of `tokens` in one runtime call after `context`'s KV rows."""
+        yield from self.prefill(context)
+        self.runtime.truncate(len(context))
+        return (yield from settle(self.runtime.run(tokens)))
+
+    def verify_logits(self, logits_rows: Sequence[Sequence[float]], request: VerifyRequest) -> Decision:
+        """The acceptance rule alone on given rows (the self-test's fixtures)."""
+        return decide(logits_rows, request)
+
+    @staticmethod
+    def philox_words(cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
+        """Philox4x32-10 of each (counter, key): this path draws with rng.py."""
+        return [philox4x32_10(tuple(counter), tuple(key)) for counter, key in cases]

@@ -31,6 +31,7 @@ from .processors import SamplingSettings
 from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
 from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy
 from .proposers.neural import DraftRuntime
+from .self_test import run_self_test
 from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
 
@@ -185,7 +186,9 @@ class Engine:
         manifest: dict,
         draft_runtime: DraftRuntime | None = None,
         k_max: int = 8,
+        golden: dict | None = None,
     ):
+        """golden: the package's golden.json (self_test.py's recorded values), None where it has none."""
         self.champion = champion
         self.tokenizer = tokenizer
         self.template = template
@@ -194,6 +197,7 @@ class Engine:
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
         self.costs: CostModel | None = None  # measured at the first `auto` request (costs.py), then fixed
+        self.golden = golden
 
     def memory_report(self) -> dict:
         """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
@@ -214,6 +218,13 @@ class Engine:
         self.champion.forget()
         if self.draft_runtime is not None:
             self.draft_runtime.reset()
+
+    def self_test(self) -> Iterator[Wait]:
+        """Steps -> the exactness self-test's report on this champion (self_test.run_self_test); cached
+        prefixes are forgotten afterwards."""
+        report = yield from run_self_test(self.champion, self.golden, self.k_max + 1)
+        self.forget_context()
+        return report
 
     def encode_prompt(self, messages: Sequence[dict], continue_final: bool = False) -> list[int]:
         """Token ids of the rendered conversation (continue_final: see ChatTemplate.render)."""

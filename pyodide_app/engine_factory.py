@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from .chat_template import ChatTemplate
@@ -58,4 +59,5 @@ def assemble_engine(
     tokenizer = Tokenizer.from_json(read_text(manifest["tokenizer"]))
     template = ChatTemplate.from_jinja(read_text(manifest["chat_template"]))
     draft = draft_runtime if manifest.get("draft") else None
-    return Engine(champion, tokenizer, template, manifest, draft, k_max)
+    golden = json.loads(read_text(manifest["golden"])) if manifest.get("golden") else None
+    return Engine(champion, tokenizer, template, manifest, draft, k_max, golden)

@@ -181,6 +181,7 @@ class GPUChampion:
         self.prefill_steps_by_family = {family: self._build_steps(family, prefill=True) for family in families}
         self.verify_step = self._verify_step()
         self.verify_only = [self.verify_step]
+        self.shader_source = shader_source  # for pipelines built on first use (the self-test's philox_check)
         self.presence_for: tuple[int, ...] = ()  # the context whose tokens the presence bitmap holds
         self.kv = CachedPrefix()  # the tokens the K/V cache rows hold
         self.kernel_timings: dict[str, dict[str, float]] = {}
@@ -497,6 +498,36 @@ class GPUChampion:
     def forget(self) -> None:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
         self.kv.clear()
+
+    def score(self, context: Sequence[int], tokens: Sequence[int]) -> list[bytes]:
+        """Raw logits (f32 bytes, one row per token) of `tokens` in one call after `context`'s KV rows."""
+        self.prefill(context)
+        self.forward(tokens, len(context))
+        row = self.vocab_size * 4
+        data = self.gpu.read_buffer(self.logits, 0, len(tokens) * row)
+        return [data[i * row : (i + 1) * row] for i in range(len(tokens))]
+
+    def philox_words(self, cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
+        """Philox4x32-10 of each (counter[4], key[2]) on the device (shaders/philox_check.wgsl)."""
+        if "philox_check" not in self.pipelines:
+            code = self.shader_source("philox") + self.shader_source("philox_check")
+            self.pipelines["philox_check"] = self.gpu.create_pipeline(code, "philox_check", "philox_check")
+        pipeline = self.pipelines["philox_check"]
+        inputs = array("I")
+        for counter, key in cases:
+            inputs.extend(list(counter) + list(key) + [0, 0])
+        cases_buffer = self.gpu.create_buffer(len(inputs) * 4, "philox_cases")
+        words = self.gpu.create_buffer(len(cases) * 16, "philox_words")
+        try:
+            self.gpu.write_buffer(cases_buffer, 0, inputs.tobytes())
+            bind_group = self.gpu.create_bind_group(pipeline, [Binding(cases_buffer), Binding(words)], "philox_check")
+            self.gpu.submit([Dispatch(pipeline, bind_group, (1, 1, 1), "philox_check")])
+            out = array("I")
+            out.frombytes(self.gpu.read_buffer(words, 0, len(cases) * 16))
+        finally:
+            self.gpu.destroy_buffer(cases_buffer)
+            self.gpu.destroy_buffer(words)
+        return [tuple(out[4 * i : 4 * i + 4]) for i in range(len(cases))]
 
     def memory_bytes(self) -> dict[str, int]:
         return {"weights": self.weight_bytes, "kv": self.kv_bytes, "scratch": self.scratch_bytes}

@@ -23,6 +23,8 @@ from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings, process_row
 from pyodide_app.proposers import NoProposer, PromptLookup
 from pyodide_app.sampling import SeededDraws
+from pyodide_app.self_test import run_self_test
+from pyodide_app.waits import finish
 
 from .conftest import ROOT
 from .stats import chi_square_statistic, plan_chi_square
@@ -528,3 +530,14 @@ def test_real_model_greedy_generation_matches_the_golden_vectors(real):
             f"{tokens == case['greedy']}"
         )
         assert tokens == case["greedy"]
+
+
+def test_real_model_passes_the_exactness_self_test(real):
+    """What the page's "Check this device" runs, on SmolLM2 with each kernel family (lavapipe)."""
+    champion, _, golden = real
+    report = finish(run_self_test(champion, golden, champion.t_max))
+    print(
+        f"\n[gpu] self-test ({champion.kernel_family}): {report['seconds']:.1f} s, "
+        + ", ".join(f"{c['name']} {c['seconds']:.1f} s" for c in report["checks"])
+    )
+    assert report["passed"], report

@@ -4,29 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from build_tools.golden import RANDOM123_KNOWN_ANSWERS
 from pyodide_app.rng import Domain, PhiloxStream, philox4x32_10, seed_key, uniform_from_word
 
-# Random123 kat_vectors, philox4x32 with 10 rounds: counter(4) key(2) -> output(4).
-KNOWN_ANSWERS = [
-    (
-        (0x00000000, 0x00000000, 0x00000000, 0x00000000),
-        (0x00000000, 0x00000000),
-        (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8),
-    ),
-    (
-        (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF),
-        (0xFFFFFFFF, 0xFFFFFFFF),
-        (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD),
-    ),
-    (
-        (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
-        (0xA4093822, 0x299F31D0),
-        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
-    ),
-]
 
-
-@pytest.mark.parametrize("counter, key, expected", KNOWN_ANSWERS)
+@pytest.mark.parametrize("counter, key, expected", RANDOM123_KNOWN_ANSWERS)
 def test_philox4x32_10_known_answers(counter, key, expected):
     assert philox4x32_10(counter, key) == expected
 

@@ -6,6 +6,7 @@ import { copyButton } from "./clipboard.js";
 import { runCompare, showComparison } from "./compare.js";
 import { download, fileName, toJson, toMarkdown } from "./export.js";
 import { buildRequest, fieldErrors, loadSettings, markErrors, readForm, saveSettings, showForm } from "./settings.js";
+import { lastReport, runSelfTest, showReport } from "./self_test.js";
 import * as store from "./store.js";
 import { WorkerClient } from "./worker_client.js";
 
@@ -462,6 +463,8 @@ function saveSettingsForm(event) {
 }
 
 // ---- model and storage dialog ----------------------------------------------------------------------------
+const selfTestElements = { summary: $("self-test-summary"), list: $("self-test-checks"), useCpu: $("use-cpu"), run: $("run-self-test") };
+
 function facts(list, rows) {
   list.replaceChildren(...rows.flatMap(([term, value]) => [
     Object.assign(document.createElement("dt"), { textContent: term }),
@@ -480,6 +483,7 @@ async function openModelInfo() {
       ["Draft model", info.draftKind ?? "none"],
     ]);
   }
+  showReport(selfTestElements, info && lastReport(info.selfTestKey));
   $("model-info").showModal();
   await showStorage();
 }
@@ -566,6 +570,13 @@ $("settings-form").addEventListener("submit", saveSettingsForm);
 $("close-settings").onclick = () => $("settings").close();
 $("backend").onclick = openModelInfo;
 $("close-model-info").onclick = () => $("model-info").close();
+$("run-self-test").onclick = () => runSelfTest(() => client.call("selfTest"), selfTestElements);
+$("use-cpu").onclick = () => {
+  localStorage.setItem(BACKEND_KEY, "cpu");
+  const url = new URL(location.href);
+  url.searchParams.delete("backend");
+  location.assign(url);
+};
 confirmTwice($("clear-model"), "Really delete the model files?", async () => {
   await store.clearModelFiles();
   $("storage-note").textContent = "Deleted. The model keeps running until you leave; the next visit downloads it again.";

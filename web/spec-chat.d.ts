@@ -102,6 +102,30 @@ export interface EngineInfo {
   proposers: Proposer[];
 }
 
+export interface SelfTestCheck {
+  /** batch_invariance | golden_greedy | philox | verify_fixtures */
+  name: string;
+  passed: boolean;
+  /** What was compared, or the first difference found, in words. */
+  detail: string;
+  seconds: number;
+}
+
+/** "Is it exact on this device?": the champion in use checked against the values the package's build recorded. */
+export interface SelfTestReport {
+  passed: boolean;
+  checks: SelfTestCheck[];
+  seconds: number;
+  adapter: string;
+  backend: "WebGPU" | "CPU" | "CPU fallback";
+  kernel_variant: string | null;
+  cpu_champion: "cpu_champion" | "fallback" | null;
+  /** backend | adapter | champion weights: results are kept per key. */
+  key: string;
+  /** ISO 8601 time of the run. */
+  at: string;
+}
+
 export interface Engine {
   chat: {
     completions: {
@@ -112,11 +136,14 @@ export interface Engine {
   info(): EngineInfo;
   /** How much of a conversation fits with `room` tokens left for the answer. */
   fit(messages: Message[], room: number): Promise<{ dropped: number; prompt_tokens: number; fits: boolean; limit: number }>;
+  /** Runs the exactness self-test after any request in progress (seconds on a software adapter). */
+  selfTest(): Promise<SelfTestReport>;
   unload(): void;
 }
 
 /** code: INVALID_SETTINGS, PROMPT_TOO_LONG, DEVICE, DRAFT_RUNTIME, TARGET_NUMERIC, … (the engine's stable codes),
- * LOAD (the model did not load), ENGINE_EXISTS (one engine per page), UNLOADED. */
+ * LOAD (the model did not load), ENGINE_EXISTS (one engine per page), UNLOADED, SELF_TEST (the self-test could
+ * not run; failed checks are a report with passed: false). */
 export class SpecChatError extends Error {
   code: string;
   /** The text produced before a failure mid-answer. */

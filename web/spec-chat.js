@@ -12,7 +12,8 @@ const ROLES = ["system", "user", "assistant"];
 let active = null;  // the page's engine, until unloaded
 
 // Every failure carries the engine's stable code (pyodide_app/errors.py): INVALID_SETTINGS, PROMPT_TOO_LONG,
-// DEVICE, DRAFT_RUNTIME, …; and LOAD (the model did not load), ENGINE_EXISTS, UNLOADED.
+// DEVICE, DRAFT_RUNTIME, …; and LOAD (the model did not load), ENGINE_EXISTS, UNLOADED, SELF_TEST (the
+// self-test could not run at all; a check that fails is a report with passed: false, not an error).
 export class SpecChatError extends Error {
   constructor(code, message, extra = {}) {
     super(message);
@@ -147,6 +148,15 @@ class Engine {
       }
       if (event.type === "end") return;
     }
+  }
+
+  // "Is it exact on this device?" (pyodide_app/self_test.py): {passed, checks: [{name, passed, detail, seconds}],
+  // seconds, adapter, backend, kernel_variant, cpu_champion, key, at}. Runs after any request in progress.
+  selfTest() {
+    if (this.unloaded) return Promise.reject(new SpecChatError("UNLOADED", "this engine was unloaded"));
+    const turn = this.busy.then(() => this.client.call("selfTest"));
+    this.busy = turn.catch(() => {});
+    return turn.catch((error) => { throw new SpecChatError("SELF_TEST", String(error.message || error)); });
   }
 
   // How much of a conversation fits with `room` tokens left for the answer: {dropped, prompt_tokens, fits, limit}.

@@ -3,7 +3,7 @@
 // against the manifest's sha256 and kept in the Cache API for the next visit.
 //
 // main -> worker: {type: "load", kMax, context} | {type: "chat", id, request} | {type: "stop"}
-//                 {type: "fit", id, messages, room}
+//                 {type: "fit", id, messages, room} | {type: "selfTest", id}
 //                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request} | {type: "forget", id}
 // worker -> main: {type: "progress", phase, done, total} | {type: "ready", info} | {type: "fatal", message}
 //                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
@@ -23,6 +23,7 @@ let manifest = null;
 let site = null;
 let modelUrl = null;  // the model package's folder URL: the load's modelBase, else the site's own
 let cacheHits = 0;    // model files served from the Cache API during load (a warm load)
+let readyInfo = null; // what the ready message said: the self-test's report names the device and backend
 const peers = {};     // benchmark peers: backend -> {runner, session_s}
 // Where a WebGPU step is faster than this, the CPU champion is not even timed: no wasm champion step has
 // been measured below ~27 ms (SmolLM2's float32 graph, one wasm thread), and building it costs ~0.5 GB and seconds.
@@ -218,25 +219,24 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
   timing.engine_s = seconds(engineStarted);  // GPU upload + pipeline compilation + warm-up (or CPU champion set-up)
   timing.total_s = seconds(started);
   progress("gpu", 1, 1, "ready");
-  post({
-    type: "ready",
-    info: {
-      adapter: gpu ? gpu.adapterName : `${choice.why && deviceKey ? `chosen: ${choice.why}` : `WebGPU unusable (${fallbackReason})`}: champion on onnxruntime-web wasm` +
-        `${cpu.entry === "fallback" ? " (compact" + (cpu.notice ? `: ${cpu.notice}` : "") + ")" : " (float32)"}, acceptance on the CPU`,
-      backend: gpu ? "WebGPU" : deviceKey ? "CPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
-      kernels: kernelReport && { ...kernelReport, key: deviceKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
-      choice: { ...choice, key: deviceKey, runs: gpu ? "webgpu" : "cpu" },
-      context: Math.min(context, manifest.generation.context_limit),
-      limits: { kMax, context: limit, minTemperature: pyodide.pyimport("pyodide_app.processors").MIN_TEMPERATURE,
-                vocab: manifest.champion.config.vocab_size },
-      files: Object.fromEntries(Object.entries(manifest.files).map(([name, f]) => [name, f.bytes])),
-      quantisation: [...new Set(Object.values(manifest.champion.tensors).map((t) => t.format))].sort(),
-      license: manifest.license ?? null,
-      model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
-      load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
-      proposers: { all: engineModule.PROPOSERS.toJs(), need_draft: engineModule.NEEDS_DRAFT.toJs() },
-    },
-  });
+  readyInfo = {
+    adapter: gpu ? gpu.adapterName : `${choice.why && deviceKey ? `chosen: ${choice.why}` : `WebGPU unusable (${fallbackReason})`}: champion on onnxruntime-web wasm` +
+      `${cpu.entry === "fallback" ? " (compact" + (cpu.notice ? `: ${cpu.notice}` : "") + ")" : " (float32)"}, acceptance on the CPU`,
+    backend: gpu ? "WebGPU" : deviceKey ? "CPU" : "CPU fallback", cpuChampion: cpu?.entry ?? null, draft: Boolean(draft), kMax,
+    kernels: kernelReport && { ...kernelReport, key: deviceKey, chosen: kernelChoice === "auto" ? "timed at load" : kernels ? "set in the URL" : "remembered" },
+    choice: { ...choice, key: deviceKey, runs: gpu ? "webgpu" : "cpu" },
+    context: Math.min(context, manifest.generation.context_limit),
+    limits: { kMax, context: limit, minTemperature: pyodide.pyimport("pyodide_app.processors").MIN_TEMPERATURE,
+              vocab: manifest.champion.config.vocab_size },
+    files: Object.fromEntries(Object.entries(manifest.files).map(([name, f]) => [name, f.bytes])),
+    quantisation: [...new Set(Object.values(manifest.champion.tensors).map((t) => t.format))].sort(),
+    license: manifest.license ?? null,
+    model: manifest.source, champion: manifest.champion.config, draftKind: manifest.draft?.description ?? null,
+    load: timing, memory: engine.memory_report().toJs({ dict_converter: Object.fromEntries }),
+    proposers: { all: engineModule.PROPOSERS.toJs(), need_draft: engineModule.NEEDS_DRAFT.toJs() },
+  };
+  readyInfo.selfTestKey = `${readyInfo.backend}|${deviceKey ?? manifest.identity.champion_weights}`;  // its reports are kept per key
+  post({ type: "ready", info: readyInfo });
 }
 
 // At a first load on a device with both paths: one greedy step of the loaded WebGPU champion against one of
@@ -366,8 +366,18 @@ async function fit({ messages, room }) {
   return engine.fit_conversation(pyodide.toPy(messages), room).toJs({ dict_converter: Object.fromEntries });
 }
 
-// Calls the page (fit) and the bench (window.specChat) make; each answers with one result message.
-const CALLS = { fit, kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
+// "Is it exact on this device?": the self-test (pyodide_app/self_test.py) on the champion in use, with the
+// device it ran on. {passed, checks: [{name, passed, detail, seconds}], seconds, adapter, backend, kernel_variant,
+// cpu_champion, key, at}.
+async function selfTest() {
+  const browser = pyodide.pyimport("pyodide_app.browser");
+  const report = JSON.parse(await (HAS_JSPI ? browser.self_test.callPromising(engine) : browser.self_test(engine)));
+  return { ...report, adapter: readyInfo.adapter, backend: readyInfo.backend, kernel_variant: readyInfo.kernels?.family ?? null,
+           cpu_champion: readyInfo.cpuChampion, key: readyInfo.selfTestKey, at: new Date().toISOString() };
+}
+
+// Calls the page (fit, selfTest) and the bench (window.specChat) make; each answers with one result message.
+const CALLS = { fit, selfTest, kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
 
 let queue = Promise.resolve();
 self.onmessage = (message) => {

@@ -1,6 +1,6 @@
 """The browser binding (runs inside Pyodide in the worker), laid out like native/: the JS GPU helper
 (gpu_device.py) and ONNX sessions (onnx_session.py) behind the same Python interfaces as the native
-bindings, and the worker's entry points (loader.py: create_engine, kernel_report, run_chat).
+bindings, and the worker's entry points (loader.py: create_engine, kernel_report, run_chat, self_test).
 
 onnxruntime-web runs (draft, and the CPU champion) are JS promises: their runtimes yield Waits
 (waits.py) that `run_chat`, an async function, awaits, so the CPU path needs no JSPI (WebKitGTK has
@@ -9,6 +9,6 @@ worker.js uses WebGPU only where JSPI exists. `pyodide` is imported lazily so th
 import in CPython (tests check every module does).
 """
 
-from .loader import create_engine, kernel_report, run_chat
+from .loader import create_engine, kernel_report, run_chat, self_test
 
-__all__ = ["create_engine", "kernel_report", "run_chat"]
+__all__ = ["create_engine", "kernel_report", "run_chat", "self_test"]

@@ -4,6 +4,7 @@ kernel choice, and stream one answer (run_chat). The native twin is native/loade
 from __future__ import annotations
 
 import json
+from types import GeneratorType
 from typing import Any
 
 from ..engine import Engine
@@ -72,6 +73,27 @@ def kernel_report(engine: Engine) -> str:
     if not isinstance(champion, GPUChampion):
         return "null"
     return json.dumps({"family": champion.kernel_family, "timings_ms": champion.kernel_timings})
+
+
+async def drive(steps: Any) -> Any:
+    """Run Steps (waits.py) to their value, awaiting each Wait's promise."""
+    if not isinstance(steps, GeneratorType):
+        return steps
+    try:
+        wait = next(steps)
+        while True:
+            try:
+                wait.resolve(await wait.awaitable)
+            except Exception as error:
+                wait.fail(error)
+            wait = steps.send(None)
+    except StopIteration as done:
+        return done.value
+
+
+async def self_test(engine: Engine) -> str:
+    """JSON of the exactness self-test's report on the engine's champion (Engine.self_test)."""
+    return json.dumps(await drive(engine.self_test()))
 
 
 async def run_chat(engine: Engine, request_json: str, post: Any, state: Any) -> None:
