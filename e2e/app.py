@@ -134,6 +134,9 @@ class App:
         self.click_nth(f".message.{role}", index, f"[data-action={action}]")
 
     def click_nth(self, selector: str, index: int, inner: str) -> None: ...
+    def evaluate(self, function: str, arg=None):
+        """Call a JavaScript function (source text, may be async) in the page with one JSON argument; its
+        JSON result."""
 
     def answer(self, index: int) -> Answer:
         self.wait(lambda: self.count(ANSWER) > index, ANSWER_TIMEOUT_S, "answer")
@@ -173,6 +176,8 @@ class App:
 
     def self_test(self) -> SelfTest:
         """Open the model dialog, press "Check this device", wait for the verdict; the dialog stays open."""
+        if self.attribute("#settings", "open") is not None:
+            self.click("#close-settings")
         if self.attribute("#model-info", "open") is None:
             self.click("#backend")
         self.click("#run-self-test")
@@ -233,6 +238,9 @@ class PlaywrightApp(App):
 
     def cells(self, row_selector, index):
         return [c.text_content() or "" for c in self.page.locator(row_selector).nth(index).locator("td").all()]
+
+    def evaluate(self, function, arg=None):
+        return self.page.evaluate(function, arg)
 
 
 class SeleniumApp(App):
@@ -330,3 +338,18 @@ class SeleniumApp(App):
 
     def cells(self, row_selector, index):
         return self._read(row_selector, index, "Array.from(e.cells, (c) => c.textContent)")
+
+    def evaluate(self, function, arg=None):
+        from selenium.common.exceptions import JavascriptException
+
+        self.driver.set_script_timeout(ANSWER_TIMEOUT_S)
+        outcome = self.driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            f"Promise.resolve().then(() => ({function})(arguments[0]))"
+            ".then((value) => done({value: value === undefined ? null : value}),"
+            " (error) => done({error: String(error)}));",
+            arg,
+        )
+        if "error" in outcome:
+            raise JavascriptException(outcome["error"])
+        return outcome["value"]

@@ -1,6 +1,6 @@
 """The embeddable API (web/spec-chat.js) as another page of the origin uses it: the minimal example page
-loads an engine; the tests call it as a developer would, from the page's own JavaScript (Playwright
-evaluate), against the native engine's tokens (synthetic model)."""
+loads an engine; the tests call it as a developer would, from the page's own JavaScript (App.evaluate:
+Playwright, or WebDriver's async script in WebKitGTK), against the native engine's tokens (synthetic model)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from .conftest import GPU_ENGINES, open_app
+from .conftest import ALL_ENGINES, GPU_ENGINES, open_app
 from .native import native_done
 
 CHECKS = ["batch_invariance", "golden_greedy", "philox", "verify_fixtures"]
@@ -54,25 +54,38 @@ ABORT = """async () => {
 }"""
 
 
-@pytest.mark.parametrize("engine", GPU_ENGINES)
+@pytest.mark.parametrize("engine", ALL_ENGINES)
 def test_the_api_streams_the_native_tokens_and_refuses_bad_calls(
     playwright_instance, site_url, synth_package, artifacts, engine
 ):
+    """Chromium and Firefox on WebGPU (columns kernels); WebKitGTK on its CPU path (the float32 champion)."""
+    on_gpu = engine in GPU_ENGINES
     expected = native_done(
-        synth_package, prompt=PROMPT, proposer="prompt_lookup", k=4, temperature=0, seed=0, max_tokens=16
+        synth_package,
+        backend="webgpu" if on_gpu else "cpu",
+        prompt=PROMPT,
+        proposer="prompt_lookup",
+        k=4,
+        temperature=0,
+        seed=0,
+        max_tokens=16,
     )
     with open_app(playwright_instance, engine, site_url + "examples/minimal.html") as app:
-        page = app.page
         deadline = time.monotonic() + 600
-        while not page.locator("#status").text_content().startswith("Ready"):
-            assert time.monotonic() < deadline, page.locator("#status").text_content()
+        while not app.text("#status").startswith("Ready"):
+            assert time.monotonic() < deadline, app.text("#status")
             time.sleep(0.2)
+        page = app  # page.evaluate: the developer's own script on the page, in every engine
         assert page.evaluate(CREATE) == "ENGINE_EXISTS", "one engine per page"
-        page.evaluate("window.specChatEngine.unload()")  # then one with the kernels the native reference runs
+        page.evaluate("() => window.specChatEngine.unload()")  # then one with the kernels the native reference runs
         assert page.evaluate(ERROR_CODE, {"messages": [{"role": "user", "content": "hi"}]}) == "SpecChatError:UNLOADED"
         assert page.evaluate(CREATE, {"kernels": "columns"}) == "ok"
-        info = page.evaluate("window.specChatEngine.info()")
-        assert info["backend"] == "WebGPU" and info["kernel_variant"] == "columns" and info["limits"]["context"] == 512
+        info = page.evaluate("() => window.specChatEngine.info()")
+        assert info["limits"]["context"] == 512, info
+        if on_gpu:
+            assert info["backend"] == "WebGPU" and info["kernel_variant"] == "columns", info
+        else:
+            assert info["backend"] == "CPU fallback" and info["kernel_variant"] is None, info
         params = {"messages": [{"role": "user", "content": PROMPT}], **REQUEST}
 
         chunks = page.evaluate(STREAM, params)
@@ -103,14 +116,11 @@ def test_the_api_streams_the_native_tokens_and_refuses_bad_calls(
         ):
             assert page.evaluate(ERROR_CODE, bad) == f"SpecChatError:{code}", bad
 
-        report = page.evaluate("window.specChatEngine.selfTest()")
+        report = page.evaluate("() => window.specChatEngine.selfTest()")
         print(f"\n[api] {engine} selfTest: {report['seconds']:.1f} s, {[c['detail'] for c in report['checks']]}")
         assert report["passed"] and [c["name"] for c in report["checks"]] == CHECKS, report
-        assert (
-            report["backend"] == "WebGPU"
-            and report["kernel_variant"] == "columns"
-            and report["key"].startswith("WebGPU|")
-        )
+        assert report["backend"] == info["backend"] and report["kernel_variant"] == info["kernel_variant"]
+        assert report["key"].startswith(f"{info['backend']}|")
         assert page.evaluate(STREAM, params)[-1]["speculative"]["tokens"] == expected["tokens"], (
             "works after the self-test"
         )

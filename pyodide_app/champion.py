@@ -127,12 +127,28 @@ def kv_capacity_bytes(config: dict, positions: int) -> int:
     return 2 * config["n_layers"] * config["n_kv_heads"] * config["head_dim"] * positions * 4
 
 
+class ProcessedRows:
+    """Row j processed at its own history (context + the round's first j drafts), on first use: the
+    acceptance rule reads rows only up to its first rejection, as the verify kernel processes them."""
+
+    def __init__(self, raw_rows: Sequence[Sequence], request: VerifyRequest, ops):
+        self.raw_rows, self.request, self.ops = raw_rows, request, ops
+        self.done: dict[int, list] = {}
+
+    def __len__(self) -> int:
+        return len(self.raw_rows)
+
+    def __getitem__(self, j: int) -> list:
+        if j not in self.done:
+            request = self.request
+            history = request.context + request.drafts[:j]
+            self.done[j] = process_row(self.raw_rows[j], request.settings, history, self.ops)
+        return self.done[j]
+
+
 def decide(raw_rows: Sequence[Sequence], request: VerifyRequest, ops=FLOAT) -> Decision:
-    """Process each row at its own history, then run the acceptance rule."""
-    rows = []
-    for j, raw in enumerate(raw_rows):
-        history = request.context + request.drafts[:j]
-        rows.append(process_row(raw, request.settings, history, ops))
+    """The acceptance rule on the rows, each processed at its own history when the rule first reads it."""
+    rows = ProcessedRows(raw_rows, request, ops)
     if request.settings.greedy:
         return greedy_decision(rows, request.drafts)
     return stochastic_decision(rows, request.drafts, request.draft_rows, request.draws, request.round_index)

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import math
 import struct
+from array import array
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
 from numbers import Real
+from operator import sub, truediv
 from typing import Iterable, Sequence
 
 from .errors import InvalidSettings, TargetNumericError
@@ -83,24 +86,29 @@ class FloatLogits:
         return logit * float(factor)
 
     @staticmethod
-    def divide(logit: float, divisor) -> float:
-        return logit / float(divisor)  # divided, as the WGSL kernel does (not multiplied by 1/T)
-
-    @staticmethod
     def is_positive(logit: float) -> bool:
         return logit > 0
 
     @staticmethod
     def check(logits: Sequence[float]) -> None:
-        if any(math.isnan(x) or x == math.inf for x in logits):
+        # A plain sum is NaN or +inf whenever a NaN or a +inf is in the row; finite or -inf, neither is
+        # (one C-level pass). Only then is the slow scan needed, to tell them from an overflowing sum.
+        total = sum(logits)
+        if (total != total or total == math.inf) and any(math.isnan(x) or x == math.inf for x in logits):
             raise TargetNumericError("logits contain NaN or +inf")
+
+    @staticmethod
+    def divide_row(logits: Sequence[float], divisor) -> list[float]:
+        """Every logit divided (as the WGSL kernel does, not multiplied by 1/T; -inf stays -inf), in one
+        C-level pass."""
+        return list(map(truediv, logits, repeat(float(divisor))))
 
     @staticmethod
     def softmax(logits: Sequence[float]) -> list[float]:
         top = max(logits)
-        weights = [math.exp(x - top) if x != -math.inf else 0.0 for x in logits]
+        weights = list(map(math.exp, map(sub, logits, repeat(top))))  # a masked -inf gives exp(-inf) = 0.0
         total = math.fsum(weights)
-        return [w / total for w in weights]
+        return list(map(truediv, weights, repeat(total)))
 
 
 class ExactWeights:
@@ -125,6 +133,10 @@ class ExactWeights:
     @classmethod
     def divide(cls, weight: Fraction, divisor) -> Fraction:
         return cls.scale(weight, 1 / Fraction(divisor))
+
+    @classmethod
+    def divide_row(cls, weights: Sequence[Fraction], divisor) -> list[Fraction]:
+        return [cls.divide(w, divisor) for w in weights]  # a masked 0 stays 0
 
     @staticmethod
     def is_positive(weight: Fraction) -> bool:
@@ -154,7 +166,14 @@ EXACT = ExactWeights()
 
 
 def argmax(values: Sequence) -> int:
-    """Index of the largest value; the lowest index wins ties."""
+    """Index of the largest value; the lowest index wins ties. Lists, tuples and arrays take the C-level
+    path: max() keeps its current item unless a later one compares greater, as the loop below does, and
+    index() finds the first item equal to it, which is that item's first occurrence (a NaN, equal to
+    nothing, is left to the loop)."""
+    if isinstance(values, (list, tuple, array)) and values:
+        best_value = max(values)
+        if best_value == best_value:
+            return values.index(best_value)
     best = 0
     for index in range(1, len(values)):
         if values[index] > values[best]:
@@ -190,20 +209,33 @@ def apply_top_k(logits: list, k: int, ops=FLOAT) -> list:
     return [x if i in kept else ops.masked for i, x in enumerate(logits)]
 
 
+def _nucleus(probs: list, order: Iterable[int], top_p) -> tuple[list[int], bool]:
+    """The shortest prefix of `order` whose running mass reaches top_p (stopping at a zero), and whether
+    it got there (False: `order` ran out first)."""
+    kept, mass = [], 0
+    for index in order:
+        if probs[index] <= 0:
+            return kept, True
+        kept.append(index)
+        mass += probs[index]
+        if mass >= top_p:
+            return kept, True
+    return kept, False
+
+
 def apply_top_p(probs: list, top_p) -> list:
     if top_p >= 1:
         return probs
     if isinstance(top_p, float):
         top_p = as_f32(top_p)  # the threshold the GPU uses; exact (Fraction) settings stay exact
-    order = sorted(range(len(probs)), key=probs.__getitem__, reverse=True)
-    kept, mass = [], 0
-    for index in order:
-        if probs[index] <= 0:
-            break
-        kept.append(index)
-        mass += probs[index]
-        if mass >= top_p:
-            break
+    # The order is by probability, descending, ties by index ascending. First only the tokens at or above
+    # a threshold are sorted: every other token is smaller than all of them, so while the running mass
+    # reaches top_p among them, the prefix is the full order's. Else the whole vocabulary is sorted.
+    threshold = max(probs) / 4096
+    candidates = [i for i, p in enumerate(probs) if p >= threshold] if threshold > 0 else []
+    kept, reached = _nucleus(probs, sorted(candidates, key=probs.__getitem__, reverse=True), top_p)
+    if not reached:
+        kept, _ = _nucleus(probs, sorted(range(len(probs)), key=probs.__getitem__, reverse=True), top_p)
     zero = probs[0] * 0
     out = [zero] * len(probs)
     kept_mass = total_mass([probs[i] for i in kept])
@@ -216,12 +248,12 @@ def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[
     """Raw logits (or exact weights) of one row -> processed probabilities (same length)."""
     ops.check(logits)
     row = apply_repetition_penalty(list(logits), settings.repetition_penalty, history, ops)
-    if all(x == ops.masked for x in row):
+    if max(row) == ops.masked:  # every token masked (no NaN here: checked above)
         raise TargetNumericError("no valid token in the row")
     if settings.greedy:
         return point_mass(len(row), argmax(row), ops)
     if settings.temperature != 1:
-        row = [x if x == ops.masked else ops.divide(x, settings.temperature) for x in row]
+        row = ops.divide_row(row, settings.temperature)
     row = apply_top_k(row, settings.top_k, ops)
     probs = ops.softmax(row)
     probs = apply_top_p(probs, settings.top_p)

@@ -10,6 +10,8 @@ explores every branch with exact probabilities, so both exercise the same loop.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from itertools import accumulate
 from typing import Protocol, Sequence
 
 from .rng import Domain, PhiloxStream
@@ -28,7 +30,7 @@ class Draws(Protocol):
 
 def total_mass(values: Sequence) -> float:
     """Stable sum: exact for Fractions, correctly rounded (fsum) for floats."""
-    if any(isinstance(v, float) for v in values):
+    if any(issubclass(kind, float) for kind in set(map(type, values))):  # one C-level pass over the values
         return math.fsum(values)
     return sum(values)
 
@@ -41,17 +43,20 @@ def categorical_from_uniform(probs: Sequence, u: float) -> int:
     positive index is then the answer.
     """
     target = u * total_mass(probs)
-    running = 0  # int start keeps Fractions exact
-    last_positive = -1
-    for index, p in enumerate(probs):
-        if p > 0:
-            running += p
-            last_positive = index
-            if running >= target:
-                return index
-    if last_positive < 0:
-        raise ValueError("cannot sample from a distribution with no mass")
-    return last_positive
+    # The running sum over the positive entries, as one C-level accumulate over all of them (adding a zero
+    # leaves the sum as it is). Running sums never decrease, so the first index reaching the target is a
+    # bisection; from there, the first positive entry is the answer (a zero entry shares its sum with the
+    # entries before it).
+    running = list(accumulate(probs, initial=0))[1:]  # int start keeps Fractions exact
+    index = bisect_left(running, target)
+    while index < len(probs) and not probs[index] > 0:
+        index += 1
+    if index < len(probs):
+        return index
+    for index in range(len(probs) - 1, -1, -1):
+        if probs[index] > 0:
+            return index
+    raise ValueError("cannot sample from a distribution with no mass")
 
 
 class SeededDraws:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from build_tools.reference import ReferenceModel, read_champion
-from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
+from pyodide_app.acceptance import Decision, FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
 from pyodide_app.errors import GPUUnsupported, TargetNumericError
 from pyodide_app.gpu import check_limits
@@ -317,6 +317,19 @@ def both(champion, rows, request):
     on_gpu = champion.verify_logits(rows, request)
     assert on_gpu == decide(rows, request)
     return on_gpu
+
+
+def test_rows_after_the_first_rejection_are_not_read_by_either_verifier(synth):
+    """Row 1 holds a NaN, but the draft is rejected at row 0: the verify kernel never processes row 1, and
+    the Python verifier (rows processed on first use) must not refuse the round for it either."""
+    champion, _ = synth
+    row = [-200.0] * champion.vocab_size
+    row[4] = 0.0
+    poisoned = list(row)
+    poisoned[9] = float("nan")
+    for settings, draws in ((SamplingSettings(temperature=0), None), (SamplingSettings(), SeededDraws(2))):
+        request = VerifyRequest((1, 2), 1, (7,), (PointMass(7),), 0, settings, draws)
+        assert both(champion, [row, poisoned], request) == Decision(0, 4, "correction")
 
 
 def test_minus_infinity_masks_a_token_on_both_verifiers(synth):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import random
+from array import array
 from fractions import Fraction
 
 import pytest
 
 from pyodide_app.errors import InvalidSettings, TargetNumericError
-from pyodide_app.processors import EXACT, FLOAT, SamplingSettings, argmax, process_row
+from pyodide_app.processors import EXACT, FLOAT, SamplingSettings, apply_top_p, argmax, as_f32, process_row
+from pyodide_app.sampling import categorical_from_uniform, total_mass
 
 
 def softmax(xs):
@@ -115,3 +118,117 @@ def test_invalid_settings_are_refused_with_a_named_field(settings):
 def test_bad_rows_raise_target_numeric_error(logits):
     with pytest.raises(TargetNumericError):
         process_row(logits, SamplingSettings())
+
+
+# ---- the C-level fast paths equal the plain loops they replace ------------------------------------------
+
+
+def loop_argmax(values):
+    best = 0
+    for index in range(1, len(values)):
+        if values[index] > values[best]:
+            best = index
+    return best
+
+
+def sorted_top_p(probs, top_p):
+    """apply_top_p's kept set with the whole vocabulary sorted (the definition)."""
+    kept, mass = [], 0
+    for index in sorted(range(len(probs)), key=probs.__getitem__, reverse=True):
+        if probs[index] <= 0:
+            break
+        kept.append(index)
+        mass += probs[index]
+        if mass >= top_p:
+            break
+    return kept
+
+
+def loop_categorical(probs, u):
+    target, running, last = u * total_mass(probs), 0, -1
+    for index, p in enumerate(probs):
+        if p > 0:
+            running += p
+            last = index
+            if running >= target:
+                return index
+    return last
+
+
+def test_argmax_fast_path_equals_the_loop_on_ties_signed_zeros_and_nans():
+    rng = random.Random(5)
+    nan = float("nan")
+    cases = [[0.0, -0.0], [-0.0, 0.0], [nan, 1.0, 2.0], [1.0, nan, 2.0, 2.0], [3.0, nan, 3.0], [-math.inf, -math.inf]]
+    for _ in range(400):
+        values = [
+            rng.choice([-1.0, 0.0, -0.0, 2.0, 2.0, nan, -math.inf, rng.random()]) for _ in range(rng.randint(1, 9))
+        ]
+        cases.append(values)
+    for values in cases:
+        expected = loop_argmax(values)
+        assert argmax(values) == expected, values
+        assert argmax(tuple(values)) == expected and argmax(array("d", values)) == expected, values
+        assert argmax(iter_only(values)) == expected, values
+
+
+class iter_only:
+    """A sequence that is neither list, tuple nor array (argmax's loop path)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __len__(self):
+        return len(self.values)
+
+    def __getitem__(self, index):
+        return self.values[index]
+
+
+@pytest.mark.parametrize(
+    "row, bad",
+    [
+        ([1.0, math.inf, -math.inf], True),  # the sum is NaN, and +inf is there
+        ([1.0, -math.inf], False),
+        ([1e308, 1e308], False),  # the sum overflows; no +inf in the row
+        ([1.0, float("nan")], True),
+        ([math.inf], True),
+    ],
+)
+def test_the_logit_check_refuses_exactly_nan_and_plus_infinity(row, bad):
+    if bad:
+        with pytest.raises(TargetNumericError):
+            FLOAT.check(row)
+    else:
+        FLOAT.check(row)
+
+
+def test_top_p_sorting_only_the_large_tokens_keeps_the_full_sorts_prefix():
+    rng = random.Random(11)
+    for trial in range(300):
+        size = rng.randint(2, 300)
+        shape = trial % 3
+        if shape == 0:  # a peaked row: the prefilter decides
+            weights = [rng.random() ** 8 for _ in range(size)]
+        elif shape == 1:  # a flat tail holding most of the mass: the full sort decides
+            weights = [1e-5] * size
+            weights[0] = 1.0
+        else:  # ties right at the threshold
+            weights = [rng.choice([1.0, 1.0 / 4096, 1.0 / 4097, 0.0]) for _ in range(size)]
+            weights[rng.randrange(size)] = 1.0
+        total = math.fsum(weights)
+        probs = [w / total for w in weights]
+        top_p = rng.choice([0.1, 0.5, 0.9, 0.95, 0.999999])
+        kept = [i for i, p in enumerate(apply_top_p(probs, top_p)) if p > 0]
+        assert kept == sorted(sorted_top_p(probs, as_f32(top_p))), (trial, top_p)
+
+
+def test_inverse_cdf_by_bisection_equals_the_running_loop():
+    rng = random.Random(13)
+    for _ in range(500):
+        probs = [rng.choice([0.0, 0.0, rng.random(), 1e-9]) for _ in range(rng.randint(1, 40))]
+        if not any(probs):
+            probs[rng.randrange(len(probs))] = 0.5
+        for u in (2.0**-24, 1.0, rng.random() or 1.0, 1 - 2.0**-24):
+            assert categorical_from_uniform(probs, u) == loop_categorical(probs, u), (probs, u)
+    exact = [Fraction(0), Fraction(1, 3), Fraction(0), Fraction(2, 3)]
+    assert [categorical_from_uniform(exact, u) for u in (Fraction(1, 3), Fraction(1, 2), 1)] == [1, 3, 3]

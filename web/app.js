@@ -1,6 +1,7 @@
 // app.js — the page: conversations kept on this device, streamed answers (regenerate, edit, continue), a
 // live token count, the Settings and Model dialogs, Compare, load and error screens. All model work happens
-// in worker.js (through worker_client.js); conversations live in IndexedDB (store.js).
+// in worker.js, reached through the embeddable API (spec-chat.js), as any page would; conversations live in
+// IndexedDB (store.js).
 import { renderMarkdown } from "./markdown.js";
 import { copyButton } from "./clipboard.js";
 import { runCompare, showComparison } from "./compare.js";
@@ -8,21 +9,20 @@ import { download, fileName, toJson, toMarkdown } from "./export.js";
 import { buildRequest, fieldErrors, loadSettings, markErrors, readForm, saveSettings, showForm } from "./settings.js";
 import { lastReport, runSelfTest, showReport } from "./self_test.js";
 import * as store from "./store.js";
-import { WorkerClient } from "./worker_client.js";
+import { createEngine } from "./spec-chat.js";
 
 const $ = (id) => document.getElementById(id);
 const ANSWER_ROOM = 64;  // tokens kept free for the answer when deciding what fits (else it would end at once)
 const MB = 1e6;
 
+let engine = null;        // the loaded engine (spec-chat.js), null until ready
 let info = null;          // the worker's ready info
 let busy = false;         // an answer (or Compare) is running
 let conversation = null;  // the open conversation (store.js shape)
 let editing = null;       // index of the user message being edited, or null
 let compareCancelled = false;
 
-// ---- worker ----------------------------------------------------------------------------------------------
-const client = new WorkerClient(new URL("./worker.js", import.meta.url), { onProgress, onReady, onFatal });
-
+// ---- loading -------------------------------------------------------------------------------------------
 let downloadStart = null;  // [ms, bytes] at the first model progress report
 function onProgress({ phase, done, total, label }) {
   const bar = $(`progress-${phase}`);
@@ -249,7 +249,7 @@ async function stream(request, element, prefix = { content: "", tokens: [] }) {
   const body = element.querySelector(".content");
   const started = performance.now();
   let text = prefix.content, firstAt = null, firstTokens = 0, done = null, refused = null;
-  await client.chat(request, (event) => {
+  await engine.run(request, (event) => {
     if (event.type === "delta") {
       if (firstAt === null && event.tokens.length) { firstAt = performance.now(); firstTokens = event.tokens.length; }
       text += event.text;
@@ -285,7 +285,7 @@ function withoutOldest(messages, dropped) {
 
 // What fits: {dropped, prompt_tokens, fits, limit} for these model messages (Engine.fit_conversation).
 function fit(messages, settings) {
-  return client.call("fit", { messages, room: Math.min(settings.max_tokens, ANSWER_ROOM) });
+  return engine.fit(messages, Math.min(settings.max_tokens, ANSWER_ROOM));
 }
 
 function refuse(text) {
@@ -525,7 +525,7 @@ async function compare() {
   setBusy(true);
   $("cancel-compare").hidden = false;
   const request = buildRequest(loadSettings(), modelMessages(lastUser + 1));
-  const results = await runCompare(client, info, request, {
+  const results = await runCompare(engine, info, request, {
     progress: (i, n, proposer) => { $("compare-progress").textContent = `Running ${i + 1} of ${n}: ${proposer}…`; },
     cancelled: () => compareCancelled,
   });
@@ -542,17 +542,17 @@ window.specChat = {
   chat: async (req) => {
     const started = performance.now();
     let firstAt = null, firstTokens = 0, done = null;
-    await client.chat(req, (event) => {
+    await engine.run(req, (event) => {
       if (event.type === "delta" && event.tokens.length && firstAt === null) { firstAt = performance.now(); firstTokens = event.tokens.length; }
       if (event.type === "done" || event.type === "rejected") done = event;
     });
     return { done, wall_s: (performance.now() - started) / 1000, ttft_s: firstAt === null ? null : (firstAt - started) / 1000,
              first_tokens: firstTokens };
   },
-  kernel: (repeats) => client.call("kernel", { repeats }),
-  profile: (rows, repeats) => client.call("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
-  forget: () => client.call("forget"),  // the next request prefills from scratch, like a fresh conversation
-  peer: (backend, req) => client.call("peer", { backend, request: req }),
+  kernel: (repeats) => engine.call("kernel", { repeats }),
+  profile: (rows, repeats) => engine.call("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
+  forget: () => engine.call("forget"),  // the next request prefills from scratch, like a fresh conversation
+  peer: (backend, req) => engine.call("peer", { backend, request: req }),
 };
 
 // ---- wiring ----------------------------------------------------------------------------------------------
@@ -570,7 +570,7 @@ $("settings-form").addEventListener("submit", saveSettingsForm);
 $("close-settings").onclick = () => $("settings").close();
 $("backend").onclick = openModelInfo;
 $("close-model-info").onclick = () => $("model-info").close();
-$("run-self-test").onclick = () => runSelfTest(() => client.call("selfTest"), selfTestElements);
+$("run-self-test").onclick = () => runSelfTest(() => engine.selfTest(), selfTestElements);
 $("use-cpu").onclick = () => {
   localStorage.setItem(BACKEND_KEY, "cpu");
   const url = new URL(location.href);
@@ -589,9 +589,9 @@ confirmTwice($("clear-conversations"), "Really delete every conversation?", asyn
   await showStorage();
 });
 $("compare").onclick = compare;
-$("cancel-compare").onclick = () => { compareCancelled = true; client.stop(); };
+$("cancel-compare").onclick = () => { compareCancelled = true; engine.stop(); };
 $("new-chat").onclick = () => { if (!busy) open(null); };
-$("stop").onclick = () => client.stop();
+$("stop").onclick = () => engine.stop();
 $("reload").onclick = () => location.reload();
 $("cancel-edit").onclick = () => { cancelEdit(); updateCount(); };
 $("toggle-conversations").onclick = () => {
@@ -640,13 +640,13 @@ $("input").addEventListener("input", () => { refuse(""); updateCount(); });
 setBusy(false);
 await open(store.currentId());
 const params = new URLSearchParams(location.search);
-client.load({
-  kMax: 8, context: Number(params.get("context")) || 2048,
+createEngine({
+  onProgress, onFatal, kMax: 8, context: Number(params.get("context")) || 2048,
   kernels: params.get("kernels"), kernelChoices: remembered(KERNELS_KEY),
   backend: params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto", backendChoices: remembered(BACKEND_CHOICES_KEY),
   backendFrom: params.get("backend") ? "url" : "settings",
   cpuFloorMs: params.has("cpu_floor_ms") ? Number(params.get("cpu_floor_ms")) : null,
-});
+}).then((loaded) => { engine = loaded; onReady(loaded.details); }, (error) => onFatal(error.message));
 $("backend-choice").value = params.get("backend") || localStorage.getItem(BACKEND_KEY) || "auto";
 $("backend-choice").addEventListener("change", () => {
   localStorage.setItem(BACKEND_KEY, $("backend-choice").value);

@@ -7,9 +7,9 @@ export const PROPOSER_NAMES = { none: "the model alone", prompt_lookup: "prompt 
   hybrid: "hybrid", auto: "auto" };
 const NOISE = 0.1;  // speed ratios within 10% of 1 are not called faster or slower (this machine is shared)
 
-// Runs each proposer the engine lists (skipping those that need a missing draft). progress(i, n, proposer)
+// Runs each proposer the engine (spec-chat.js) lists (skipping those that need a missing draft). progress(i, n, proposer)
 // before each run; cancelled() is asked between runs. Resolves to the done events in order.
-export async function runCompare(client, info, request, { progress, cancelled }) {
+export async function runCompare(engine, info, request, { progress, cancelled }) {
   const proposers = info.proposers.all.filter((p) => info.draft || !info.proposers.need_draft.includes(p));
   const results = [];
   for (const [index, proposer] of proposers.entries()) {
@@ -17,7 +17,7 @@ export async function runCompare(client, info, request, { progress, cancelled })
     progress(index, proposers.length, proposer);
     let done = null;
     const spec = { ...request.speculative, proposer, k: proposer === "none" ? 0 : request.speculative.k, adaptive: false };
-    await client.chat({ ...request, temperature: 0, speculative: spec }, (event) => { if (event.type === "done") done = event; });
+    await engine.run({ ...request, temperature: 0, speculative: spec }, (event) => { if (event.type === "done") done = event; });
     if (done && done.finish_reason !== "cancelled") results.push(done);
   }
   return results;

@@ -136,6 +136,12 @@ export interface Engine {
   info(): EngineInfo;
   /** How much of a conversation fits with `room` tokens left for the answer. */
   fit(messages: Message[], room: number): Promise<{ dropped: number; prompt_tokens: number; fits: boolean; limit: number }>;
+  /** The engine's own events for one request (docs/ENGINE.md: "delta" with token ids, "done" with every number,
+   * "rejected" with a code), each passed to onEvent; resolves when the answer has ended. The chat page streams
+   * with it; most pages want chat.completions.create. */
+  run(request: object, onEvent: (event: { type: string; [field: string]: unknown }) => void): Promise<void>;
+  /** Stops the running answer at its next round boundary (its done event says "cancelled"). */
+  stop(): void;
   /** Runs the exactness self-test after any request in progress (seconds on a software adapter). */
   selfTest(): Promise<SelfTestReport>;
   unload(): void;

@@ -74,7 +74,7 @@ function extras(done) {
 class Engine {
   constructor(client, info, model) {
     this.client = client;
-    this.details = info;
+    this.details = info;  // the worker's whole ready message (the chat page reads it; info() is the stable subset)
     this.model = model;
     this.busy = Promise.resolve();  // requests run one after another
     this.unloaded = false;
@@ -162,6 +162,16 @@ class Engine {
   // How much of a conversation fits with `room` tokens left for the answer: {dropped, prompt_tokens, fits, limit}.
   fit(messages, room) {
     return this.client.call("fit", { messages, room });
+  }
+
+  // The engine's own events for one request (docs/ENGINE.md: delta with token ids, done with every number,
+  // rejected), each to onEvent; resolves when the answer has ended. What the chat page streams with; it runs
+  // after any request in progress.
+  run(request, onEvent) {
+    if (this.unloaded) return Promise.reject(new SpecChatError("UNLOADED", "this engine was unloaded"));
+    const turn = this.busy.then(() => this.client.chat(request, onEvent));
+    this.busy = turn.catch(() => {});
+    return turn;
   }
 
   // Calls for the chat page and the benchmarks (kernel, profile, peer, forget).
