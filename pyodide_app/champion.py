@@ -11,7 +11,7 @@ never read, because attention only reads positions < committed + row.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from .acceptance import Decision, greedy_decision, stochastic_decision
 from .processors import FLOAT, SamplingSettings, process_row
@@ -120,6 +120,24 @@ class CachedPrefix:
     def write(self, position: int, tokens: Sequence[int]) -> None:
         """Rows position.. now hold `tokens` (and rows after them nothing known)."""
         self.tokens = self.tokens[:position] + list(tokens)
+
+
+class SessionAdapter:
+    """Base of the runtime adapters over one KV session (`self.session`: `cached`, `reset`, `truncate`):
+    the KV bookkeeping is the session's; a subclass adds only its own call (a draft's step, a champion's
+    run). Natively and in the browser, for the draft and for the CPU champion."""
+
+    session: Any
+
+    @property
+    def cached(self) -> list[int]:
+        return self.session.cached
+
+    def reset(self) -> None:
+        self.session.reset()
+
+    def truncate(self, length: int) -> None:
+        self.session.truncate(length)
 
 
 def kv_capacity_bytes(config: dict, positions: int) -> int:

@@ -8,7 +8,7 @@ from array import array
 from typing import Any, Sequence
 
 from ..acceptance import FullRow, ReducedRow
-from ..champion import CachedPrefix
+from ..champion import CachedPrefix, SessionAdapter
 from ..cpu_champion import attention_bytes_per_row_key
 from ..waits import wait_for
 from .js import ffi
@@ -42,23 +42,13 @@ class BrowserOnnxSession:
         return result
 
 
-class BrowserDraftRuntime:
+class BrowserDraftRuntime(SessionAdapter):
     """DraftRuntime (proposers/neural.py) on a BrowserOnnxSession."""
 
     def __init__(self, runner: Any, entry: dict):
         self.session = BrowserOnnxSession(runner, entry)
         self.vocab_size = self.session.vocab_size
         self.id_map = None if entry.get("id_map") is None else tuple(entry["id_map"])
-
-    @property
-    def cached(self) -> list[int]:
-        return self.session.cached
-
-    def reset(self) -> None:
-        self.session.reset()
-
-    def truncate(self, length: int) -> None:
-        self.session.truncate(length)
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
         """Steps -> (token, q row)."""
@@ -68,7 +58,7 @@ class BrowserDraftRuntime:
         return int(result.token), row
 
 
-class BrowserChampionRuntime:
+class BrowserChampionRuntime(SessionAdapter):
     """ChampionRuntime (cpu_champion.py) on a BrowserOnnxSession loaded with the CPU champion: the float32
     graph (manifest "cpu_champion", weights from the shards) or the compact champion.onnx ("fallback")."""
 
@@ -76,13 +66,6 @@ class BrowserChampionRuntime:
         self.session = BrowserOnnxSession(runner, entry)
         self.vocab_size = self.session.vocab_size
         self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
-
-    @property
-    def cached(self) -> list[int]:
-        return self.session.cached
-
-    def truncate(self, length: int) -> None:
-        self.session.truncate(length)
 
     def run(self, tokens: Sequence[int]):
         """Steps -> one logits row per token."""

@@ -8,25 +8,16 @@ from typing import Sequence
 import numpy as np
 import onnxruntime as ort
 
+from ..champion import SessionAdapter
 from ..cpu_champion import attention_bytes_per_row_key
 from .onnx_session import OnnxKVSession
 
 
-class OnnxChampionRuntime:
+class OnnxChampionRuntime(SessionAdapter):
     def __init__(self, path: Path | bytes, entry: dict, threads: int = 1, options: ort.SessionOptions | None = None):
         self.session = OnnxKVSession(path, entry, threads, options)
         self.vocab_size = self.session.vocab_size
         self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
-
-    @property
-    def cached(self) -> list[int]:
-        return self.session.cached
-
-    def reset(self) -> None:
-        self.session.reset()
-
-    def truncate(self, length: int) -> None:
-        self.session.truncate(length)
 
     def run(self, tokens: Sequence[int]) -> list[list[float]]:
         return self.run_array(tokens).astype(np.float64).tolist()

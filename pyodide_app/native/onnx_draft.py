@@ -9,24 +9,15 @@ import numpy as np
 import onnxruntime as ort
 
 from ..acceptance import FullRow, ReducedRow
+from ..champion import SessionAdapter
 from .onnx_session import OnnxKVSession
 
 
-class OnnxDraftRuntime:
+class OnnxDraftRuntime(SessionAdapter):
     def __init__(self, path: Path | bytes, entry: dict, threads: int = 1, options: ort.SessionOptions | None = None):
         self.session = OnnxKVSession(path, entry, threads, options)
         self.vocab_size = self.session.vocab_size
         self.id_map = None if entry.get("id_map") is None else np.asarray(entry["id_map"], np.uint32)
-
-    @property
-    def cached(self) -> list[int]:
-        return self.session.cached
-
-    def reset(self) -> None:
-        self.session.reset()
-
-    def truncate(self, length: int) -> None:
-        self.session.truncate(length)
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
         """Feed tokens after the cached ones -> (the graph's sampled token, its q row)."""
