@@ -258,6 +258,9 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         )
         if agreement is not None:  # the auto scheduler's prior for the draft's acceptance
             draft_entry["agreement"] = agreement
+        stop = draft.prebuilt.provenance.get("calibration", {}).get("stop_entropy_bits") if draft.prebuilt else None
+        if stop is not None:  # the neural proposer ends a proposal before a draft row more uncertain than this
+            draft_entry["stop_entropy_bits"] = stop
         identity.update(
             {
                 "draft_weights": file_entry(folder / DRAFT_FILE)["sha256"],

@@ -198,6 +198,8 @@ class Engine:
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
         self.costs: CostModel | None = None  # measured at the first `auto` request (costs.py), then fixed
         self.golden = golden
+        # The draft's calibrated stop (package field): a proposal ends before a row more uncertain than this.
+        self.stop_bits = (manifest.get("draft") or {}).get("stop_entropy_bits")
 
     def memory_report(self) -> dict:
         """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
@@ -255,7 +257,9 @@ class Engine:
             return PromptLookup()
         if request.proposer == "auto":
             neural = (
-                None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, request.sampling.temperature)
+                None
+                if self.draft_runtime is None
+                else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             )
             return AutoProposer(CostPolicy(self.costs, self.neural_prior()), neural)  # costs set before the first round
         if request.proposer in NEEDS_DRAFT:
@@ -263,7 +267,7 @@ class Engine:
                 raise InvalidSettings(
                     f"this package has no draft model: the {request.proposer} proposer is unavailable"
                 )
-            neural = NeuralProposer(self.draft_runtime, request.sampling.temperature)
+            neural = NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             return neural if request.proposer == "neural" else HybridProposer(neural)
         return NoProposer()
 

@@ -3,6 +3,9 @@
     .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N]
                                                [--repeats R] [--arms none,neural:4,hybrid:4,prompt_lookup:4]
 
+An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
+draft.stop_entropy_bits), to measure what the stop changes in the same run.
+
 One engine per backend is loaded once; for each prompt (an open question and a rewrite) the arms run
 interleaved, `--repeats` times, each after forgetting the cached context so every arm pays its own
 prefill. Reported per prompt and arm: median end-to-end tokens/s (prefill included; wall clock around
@@ -32,8 +35,9 @@ PROMPTS = {
 }
 
 
-def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict:
+def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int, stop: bool = True) -> dict:
     engine.forget_context()
+    calibrated, engine.stop_bits = engine.stop_bits, engine.stop_bits if stop else None
     request = {
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
@@ -44,6 +48,7 @@ def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict
     started = time.perf_counter()
     done = [event for event in engine.chat(request) if event["type"] == "done"][0]
     wall = time.perf_counter() - started
+    engine.stop_bits = calibrated
     if done["error"]:
         raise SystemExit(f"{proposer}: {done['error']}")
     stats = done["speculative"]
@@ -58,6 +63,12 @@ def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int) -> dict
     }
 
 
+def parse_arm(text: str) -> tuple[str, int, bool]:
+    """ "neural:4" -> ("neural", 4, True); "neural:4:nostop" -> without the draft's entropy stop."""
+    parts = text.split(":")
+    return parts[0], int(parts[1]) if len(parts) > 1 else 0, not (len(parts) > 2 and parts[2] == "nostop")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -69,18 +80,19 @@ def main() -> None:
     parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4,auto:8")
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args()
-    arms = [(a.split(":")[0], int(a.split(":")[1]) if ":" in a else 0) for a in args.arms.split(",")]
-    if arms[0] != ("none", 0):
-        arms.insert(0, ("none", 0))
+    arms = [parse_arm(a) for a in args.arms.split(",")]
+    if arms[0] != ("none", 0, True):
+        arms.insert(0, ("none", 0, True))
     engine = load_engine(args.model, backend=args.backend, context_limit=1024)
-    if any(proposer == "auto" for proposer, _ in arms):  # auto measures the device once: outside the timed arms
+    if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
         run_arm(engine, "Hi", "auto", engine.k_max, 1)
         print(f"auto costs: {engine.costs.summary()}")
     runs = {}
     for name, prompt in PROMPTS.items():
         for _ in range(args.repeats):
-            for proposer, k in arms:
-                runs.setdefault((name, proposer, k), []).append(run_arm(engine, prompt, proposer, k, args.max_tokens))
+            for proposer, k, stop in arms:
+                run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop)
+                runs.setdefault((name, proposer, k, stop), []).append(run)
     draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
     print(
         f"backend {args.backend}; draft: {draft}; {args.max_tokens} greedy tokens; median of {args.repeats} "
@@ -89,14 +101,14 @@ def main() -> None:
     print("| prompt | arm | tok/s (end to end) | × none | tokens/call | accepted/proposed | tokens == none |")
     print("|---|---|---|---|---|---|---|")
     for name in PROMPTS:
-        base = runs[(name, "none", 0)]
+        base = runs[(name, "none", 0, True)]
         base_speed = statistics.median(r["tok_s"] for r in base)
-        for proposer, k in arms:
-            rows = runs[(name, proposer, k)]
+        for proposer, k, stop in arms:
+            rows = runs[(name, proposer, k, stop)]
             speed = statistics.median(r["tok_s"] for r in rows)
             rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
             same = all(r["tokens"] == base[0]["tokens"] for r in rows)
-            label = proposer if proposer == "none" else f"{proposer} k={k}"
+            label = proposer if proposer == "none" else f"{proposer} k={k}{'' if stop else ' (no stop)'}"
             if rows[0]["auto"]:
                 label += f" ({rows[0]['auto']})"
             print(
@@ -104,7 +116,7 @@ def main() -> None:
                 f"{same} |"
             )
     if args.json:
-        args.json.write_text(json.dumps({f"{n}|{p}|{k}": r for (n, p, k), r in runs.items()}))
+        args.json.write_text(json.dumps({f"{n}|{p}|{k}|{s}": r for (n, p, k, s), r in runs.items()}))
 
 
 if __name__ == "__main__":

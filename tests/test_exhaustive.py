@@ -24,9 +24,10 @@ import pytest
 from pyodide_app import acceptance
 from pyodide_app.champion import ReferenceChampion
 from pyodide_app.orchestrator import GenerationConfig, Orchestrator
-from pyodide_app.processors import EXACT, SamplingSettings
+from pyodide_app.processors import EXACT, SamplingSettings, process_row
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.proposers.auto import AutoProposer
+from pyodide_app.proposers.neural import entropy_bits
 from pyodide_app.table_model import TableModel
 
 from .enumeration import chain_rule_joint, output_distribution
@@ -77,6 +78,9 @@ CASES = [
 ]
 PROMPT_LOOKUP_CASES = ["random", "top_p", "greedy_target", "eos_inside_horizon", "all_processors_both_sides"]
 SIZES = [(v, k) for v in (2, 3, 4) for k in (1, 2, 3)]
+# The model draft with the neural proposer's stop rule (a proposal ends before a row over this entropy):
+# the proposal length then depends on the drafted prefix, and the joint must still be the champion's.
+ENTROPY_STOP_CASES = ["random", "draft_temperature_two", "repetition_penalty", "target_temperature_half"]
 
 
 def random_row(rng: random.Random, support: list[int], vocab: int) -> list[Fraction]:
@@ -160,6 +164,40 @@ def test_speculative_joint_equals_champion_joint(vocab, k, case, kind):
     assert sum(direct.values()) == 1
     assert champion_alone == direct
     assert speculative == direct
+
+
+class CountingStops(ModelDraft):
+    """ModelDraft that counts the proposals its entropy stop cut short and those with drafts."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cut = self.drafted = 0
+
+    def propose(self, context, k, round_index, draws):
+        proposal = super().propose(context, k, round_index, draws)
+        self.cut += len(proposal.tokens) < k
+        self.drafted += len(proposal.tokens) > 0
+        return proposal
+
+
+@pytest.mark.parametrize("vocab, k", SIZES)
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in ENTROPY_STOP_CASES], ids=lambda c: c.name)
+def test_a_proposal_that_stops_where_the_draft_is_unsure_keeps_the_champion_joint(vocab, k, case):
+    """neural.py's stop rule on the model draft: the proposal ends before a draft row whose entropy exceeds
+    a threshold, so its length depends on the drafted prefix. Thresholds are tried from the lowest entropy
+    up until one both cuts proposals and lets drafts through (a stop that never fires, or always fires at
+    once, proves nothing); the joint must equal the champion's at every threshold tried."""
+    horizon = k + 1
+    target, draft = build_models(case, vocab, horizon, seed=fixture_seed(vocab, k, case))
+    orchestrator = make_orchestrator(case, target, k, horizon)
+    direct = chain_rule_joint(target, case.target, PROMPT, horizon, orchestrator.config.eos_ids, EXACT)
+    levels = sorted({entropy_bits(process_row(row, case.draft, ctx, EXACT)) for ctx, row in draft.rows.items() if ctx})
+    for bits in levels:
+        proposer = CountingStops(draft, case.draft, ops=EXACT, max_entropy_bits=bits)
+        assert output_distribution(orchestrator, proposer, PROMPT) == direct, bits
+        if proposer.cut and proposer.drafted:
+            return
+    pytest.fail(f"no threshold of {levels} both cut a proposal and let a draft through")
 
 
 def _full_target_resample(target_row, draft_row):

@@ -4,7 +4,9 @@ Drafts autoregressively: row i is processed with the draft's own settings at
 history context + d_1..d_{i-1}; the token is the argmax when the draft is
 greedy, else a sample with Domain.DRAFT_SAMPLE at (round, i). The q row
 returned is exactly the distribution that produced the token (a point mass
-for a greedy draft). The ONNX neural draft implements the same contract.
+for a greedy draft). The ONNX neural draft implements the same contract,
+including its stop: with max_entropy_bits, the proposal ends before a row
+whose entropy exceeds it (neural.py; a function of the prefix only).
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ from ..processors import FLOAT, SamplingSettings, argmax, process_row
 from ..rng import Domain
 from ..sampling import Draws
 from .base import EMPTY_PROPOSAL, Proposal
+from .neural import entropy_bits
 
 
 class ModelDraft:
     name = "model_draft"
 
-    def __init__(self, model: LogitsModel, settings: SamplingSettings, ops=FLOAT):
+    def __init__(
+        self, model: LogitsModel, settings: SamplingSettings, ops=FLOAT, max_entropy_bits: float | None = None
+    ):
         self.model = model
         self.settings = settings.validate()
         self.ops = ops
+        self.max_entropy_bits = max_entropy_bits
 
     def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
         if k <= 0:
@@ -38,6 +44,8 @@ class ModelDraft:
                 q = process_row(self.model.logits(sequence), self.settings, sequence, self.ops)
             except TargetNumericError as error:
                 raise DraftNumericError(f"draft row {i}: {error}") from error
+            if self.max_entropy_bits is not None and entropy_bits(q) > self.max_entropy_bits:
+                break
             if self.settings.greedy:
                 token = argmax(q)
                 row = PointMass(token)

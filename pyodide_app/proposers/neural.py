@@ -7,10 +7,19 @@ draft temperature and samples its token from a uniform we pass in
 vocabulary. Its KV cache is rolled back to the longest common prefix with
 the published context before each proposal: rejected drafts leave no trace,
 and the pending correction/bonus token is fed as part of the new context.
+
+The proposal stops where the draft is unsure: draft i is dropped, and the proposal ends, when the entropy
+of its row q_i exceeds `max_entropy_bits` (the package's `draft.stop_entropy_bits`, from the draft's
+measured calibration: for the shipped SmolLM2 draft acceptance falls from 1.0 below 0.25 bits to 0.05
+above 6 bits, and the threshold is 3 bits; docs/BENCHMARKS.md "Draft calibration"). The stop depends on
+q_i, a function of the context and the earlier drafts, never on the token drawn from it, so the proposal
+length is a stopping time of the draft prefix and the accept/reject rule stays exact.
 """
 
 from __future__ import annotations
 
+import math
+from operator import mul
 from typing import Any, Generator, Protocol, Sequence
 
 from ..acceptance import PointMass
@@ -36,14 +45,26 @@ class DraftRuntime(Protocol):
     def reset(self) -> None: ...
 
 
+def entropy_bits(probs: Any) -> float:
+    """-sum p log2 p of a q row (a list, array('f'), numpy array or, in the browser, a JS Float32Array)."""
+    if hasattr(probs, "to_py"):  # a JS typed array: one copy into Python
+        probs = probs.to_py().cast("B").cast("f")
+    values = list(map(float, probs.tolist() if hasattr(probs, "tolist") else probs))
+    positive = list(filter((0.0).__lt__, values))
+    return -math.fsum(map(mul, positive, map(math.log2, positive)))
+
+
 class NeuralProposer:
     """propose is a generator (Steps, waits.py): the orchestrator drives it."""
 
     name = "neural"
 
-    def __init__(self, runtime: DraftRuntime, temperature: float):
+    def __init__(self, runtime: DraftRuntime, temperature: float, max_entropy_bits: float | None = None):
+        """max_entropy_bits: end the proposal before the first draft row more uncertain than this (the
+        package's measured `draft.stop_entropy_bits`; None: always k drafts)."""
         self.runtime = runtime
         self.temperature = float(temperature)  # the draft's own processor: q = softmax(logits / T)
+        self.max_entropy_bits = max_entropy_bits
 
     def propose(
         self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
@@ -62,6 +83,8 @@ class NeuralProposer:
             except Exception as error:
                 self.runtime.reset()  # its cache state is unknown now
                 raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
+            if self.max_entropy_bits is not None and entropy_bits(row.probs) > self.max_entropy_bits:
+                break  # q_i is too flat to pay: d_i is dropped (a function of the prefix, not of d_i)
             tokens.append(token)
             rows.append(PointMass(token) if self.temperature == 0 else row)
             pending = [token]

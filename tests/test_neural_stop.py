@@ -1,0 +1,77 @@
+"""The neural proposer's stop where the draft is unsure (proposers/neural.py): a proposal ends before the
+first draft row whose entropy exceeds max_entropy_bits (the package's draft.stop_entropy_bits); the
+runtime's KV cache then holds the context and the drafts kept. (Exactness of the rule: test_exhaustive.py.)"""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pytest
+
+from pyodide_app.acceptance import FullRow, PointMass
+from pyodide_app.proposers.neural import NeuralProposer, entropy_bits
+from pyodide_app.sampling import SeededDraws
+from pyodide_app.waits import finish
+
+VOCAB = 64
+
+
+class ScriptedRuntime:
+    """A draft runtime whose i-th step returns token 10 + i with a q row of entropy `bits[i]` (uniform over
+    2^bits tokens), recording what it was fed."""
+
+    def __init__(self, bits):
+        self.bits = list(bits)
+        self.cached: list[int] = []
+        self.vocab_size = VOCAB
+        self.steps = 0
+
+    def reset(self):
+        self.cached = []
+
+    def truncate(self, length):
+        del self.cached[length:]
+
+    def step(self, tokens, temperature, uniform):
+        self.cached += list(tokens)
+        width = 2 ** self.bits[self.steps]
+        probs = np.zeros(VOCAB, np.float32)
+        probs[10 + self.steps : 10 + self.steps + width] = 1 / width
+        token = 10 + self.steps
+        self.steps += 1
+        return token, FullRow(probs)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_the_proposal_ends_before_the_first_unsure_row(temperature):
+    runtime = ScriptedRuntime([0, 1, 4, 0])  # 4 bits > 3: the third draft is dropped, and the proposal ends
+    proposal = finish(NeuralProposer(runtime, temperature, 3.0).propose([1, 2, 3], 4, 0, SeededDraws(1)))
+    assert proposal.tokens == (10, 11)
+    assert runtime.steps == 3 and runtime.cached == [1, 2, 3, 10, 11]  # the dropped draft was never fed
+    kinds = {type(row) for row in proposal.rows}
+    assert kinds == ({PointMass} if temperature == 0 else {FullRow})
+
+
+def test_a_first_row_too_unsure_gives_an_empty_proposal_and_no_threshold_never_cuts():
+    assert finish(NeuralProposer(ScriptedRuntime([5]), 0.0, 3.0).propose([1, 2], 3, 0, None)).tokens == ()
+    uncapped = NeuralProposer(ScriptedRuntime([5, 5, 5]), 0.0)  # a package without a calibrated stop
+    assert finish(uncapped.propose([1, 2], 3, 0, None)).tokens == (10, 11, 12)
+
+
+def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth_package):
+    import json
+
+    from pyodide_app.native.loader import load_engine
+
+    real = json.loads((real_package / "manifest.json").read_text())["draft"]
+    assert real["stop_entropy_bits"] == 3.0
+    assert "stop_entropy_bits" not in json.loads((synth_package / "manifest.json").read_text())["draft"]
+    assert load_engine(synth_package, backend="cpu").stop_bits is None
+
+
+def test_entropy_of_every_row_type_the_runtimes_return():
+    quarter = [0.25, 0.25, 0.25, 0.25, 0.0]
+    for row in (quarter, array("f", quarter), np.asarray(quarter, np.float32), tuple(quarter)):
+        assert entropy_bits(row) == pytest.approx(2.0)
+    assert entropy_bits([1.0, 0.0]) == 0
