@@ -116,8 +116,11 @@ def default_package() -> Path:
         manifest = check_package(model)
         if not manifest.get("fallback") or not manifest.get("cpu_champion"):
             raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
-        if manifest["identity"]["draft_weights"] != read_prebuilt(DEFAULT_DRAFT).provenance["draft_onnx_sha256"]:
+        provenance = read_prebuilt(DEFAULT_DRAFT).provenance
+        if manifest["identity"]["draft_weights"] != provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
+        if manifest["draft"].get("stop_entropy_bits") != provenance.get("calibration", {}).get("stop_entropy_bits"):
+            raise ManifestError(str(model), "built before the draft's calibrated stop")
         golden = json.loads((model / manifest["golden"]).read_text()) if manifest.get("golden") else {}
         if not golden.get("philox") or not golden.get("verify"):
             raise ManifestError(str(model), "built without the self-test's recorded answers (golden.json)")
