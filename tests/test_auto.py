@@ -60,6 +60,21 @@ def test_neural_is_chosen_when_no_match_and_dropped_after_rejections():
     assert slow_draft.choose([1, 2, 3], 4, None, neural_available=True) == NONE
 
 
+def test_a_draft_that_stops_short_counts_the_declined_position_as_a_rejection():
+    """The neural proposer's entropy stop can return fewer drafts than auto chose (even none): the position it
+    declined yielded nothing, so auto must learn from it, or it keeps paying for empty draft steps."""
+    policy = CostPolicy(FLAT, neural_prior=0.5)
+    policy.observe(Choice("neural", 1), proposed=0, accepted=0)  # declined at once
+    policy.observe(Choice("neural", 3), proposed=1, accepted=1)  # one accepted, then declined
+    policy.observe(Choice("neural", 2), proposed=2, accepted=1)  # a real rejection: nothing declined
+    assert policy.neural.reached == [3, 2] and policy.neural.accepted == [2, 0]
+    for _ in range(30):
+        policy.observe(Choice("neural", 1), proposed=0, accepted=0)
+    slow_draft = CostPolicy(fixed_costs([10.0] * 9, 4.0), neural_prior=0.5)
+    slow_draft.neural = policy.neural
+    assert slow_draft.choose([1, 2, 3], 4, None, neural_available=True) == NONE
+
+
 def test_lookup_statistics_are_kept_per_match_length():
     policy = CostPolicy(fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None))
     long_match, short_match = (3, (1, 2, 3)), (1, (1, 2, 3))

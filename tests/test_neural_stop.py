@@ -26,6 +26,7 @@ class ScriptedRuntime:
         self.cached: list[int] = []
         self.vocab_size = VOCAB
         self.steps = 0
+        self.temperatures = []
 
     def reset(self):
         self.cached = []
@@ -35,10 +36,12 @@ class ScriptedRuntime:
 
     def step(self, tokens, temperature, uniform):
         self.cached += list(tokens)
+        self.temperatures.append(temperature)
         width = 2 ** self.bits[self.steps]
         probs = np.zeros(VOCAB, np.float32)
         probs[10 + self.steps : 10 + self.steps + width] = 1 / width
-        token = 10 + self.steps
+        probs[10 + self.steps] += 1e-3  # the row's own argmax; the graph's sampled token is another one
+        token = 10 + self.steps if temperature == 0 else 60
         self.steps += 1
         return token, FullRow(probs)
 
@@ -47,16 +50,21 @@ class ScriptedRuntime:
 def test_the_proposal_ends_before_the_first_unsure_row(temperature):
     runtime = ScriptedRuntime([0, 1, 4, 0])  # 4 bits > 3: the third draft is dropped, and the proposal ends
     proposal = finish(NeuralProposer(runtime, temperature, 3.0).propose([1, 2, 3], 4, 0, SeededDraws(1)))
-    assert proposal.tokens == (10, 11)
-    assert runtime.steps == 3 and runtime.cached == [1, 2, 3, 10, 11]  # the dropped draft was never fed
+    expected = (10, 11) if temperature == 0 else (60, 60)  # greedy: the rows' argmax; sampled: the graph's draws
+    assert proposal.tokens == expected
+    assert runtime.steps == 3 and runtime.cached == [1, 2, 3, *expected]  # the dropped draft was never fed
     kinds = {type(row) for row in proposal.rows}
     assert kinds == ({PointMass} if temperature == 0 else {FullRow})
+    # A greedy draft with a stop reads the graph's temperature-1 row and takes its argmax itself.
+    assert runtime.temperatures == [1.0 if temperature == 0 else temperature] * 3
 
 
 def test_a_first_row_too_unsure_gives_an_empty_proposal_and_no_threshold_never_cuts():
     assert finish(NeuralProposer(ScriptedRuntime([5]), 0.0, 3.0).propose([1, 2], 3, 0, None)).tokens == ()
-    uncapped = NeuralProposer(ScriptedRuntime([5, 5, 5]), 0.0)  # a package without a calibrated stop
+    runtime = ScriptedRuntime([5, 5, 5])
+    uncapped = NeuralProposer(runtime, 0.0)  # a package without a calibrated stop: the graph's greedy tokens
     assert finish(uncapped.propose([1, 2], 3, 0, None)).tokens == (10, 11, 12)
+    assert runtime.temperatures == [0.0, 0.0, 0.0]
 
 
 def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth_package):

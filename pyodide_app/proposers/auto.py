@@ -129,7 +129,9 @@ class CostPolicy:
         if choice.source == "prompt_lookup":
             self.lookup[min(choice.bucket, max(LOOKUP_PRIOR))].record(proposed, accepted)
         elif choice.source == "neural":
-            self.neural.record(proposed, accepted)
+            # A draft that stopped short of k (its entropy stop) declined the next position: for what a
+            # neural round of k yields, that counts as a rejection there.
+            self.neural.record(proposed + 1 if proposed < choice.k else proposed, accepted)
 
 
 class AutoProposer:

@@ -22,7 +22,7 @@ import math
 from operator import mul
 from typing import Any, Generator, Protocol, Sequence
 
-from ..acceptance import PointMass
+from ..acceptance import PointMass, ReducedRow
 from ..champion import common_prefix
 from ..errors import DraftRuntimeError
 from ..rng import Domain
@@ -40,18 +40,29 @@ class DraftRuntime(Protocol):
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> Steps[tuple[int, Any]]:
         """Feed tokens after the cached ones; return (sampled token, its q row: FullRow or ReducedRow).
-        temperature 0 means greedy (the graph returns the argmax). The browser's runtime returns Steps."""
+        temperature 0 means greedy (the graph returns the argmax and a point-mass row). The browser's
+        runtime returns Steps."""
 
     def reset(self) -> None: ...
 
 
-def entropy_bits(probs: Any) -> float:
-    """-sum p log2 p of a q row (a list, array('f'), numpy array or, in the browser, a JS Float32Array)."""
-    if hasattr(probs, "to_py"):  # a JS typed array: one copy into Python
+def as_floats(probs: Any) -> list[float]:
+    """A q row's values (a list, array('f'), numpy array or, in the browser, a JS Float32Array: one copy)."""
+    if hasattr(probs, "to_py"):
         probs = probs.to_py().cast("B").cast("f")
-    values = list(map(float, probs.tolist() if hasattr(probs, "tolist") else probs))
-    positive = list(filter((0.0).__lt__, values))
+    return list(map(float, probs.tolist() if hasattr(probs, "tolist") else probs))
+
+
+def entropy_bits(probs: Any) -> float:
+    """-sum p log2 p of a q row."""
+    positive = list(filter((0.0).__lt__, as_floats(probs)))
     return -math.fsum(map(mul, positive, map(math.log2, positive)))
+
+
+def greedy_token(row: Any, values: list[float]) -> int:
+    """The vocabulary id of the row's most probable entry (lowest index on ties)."""
+    best = values.index(max(values))
+    return int(row.ids[best]) if isinstance(row, ReducedRow) else best
 
 
 class NeuralProposer:
@@ -76,15 +87,24 @@ class NeuralProposer:
         self.runtime.truncate(keep)
         pending = context[keep:]
         tokens, rows = [], []
+        greedy = self.temperature == 0
+        # A greedy draft with a stop asks the graph for its temperature-1 row (at temperature 0 the graph
+        # reports a point mass, which says nothing about its certainty) and takes that row's argmax itself.
+        measured = greedy and self.max_entropy_bits is not None
+        graph_temperature = 1.0 if measured else self.temperature
         for i in range(k):
-            uniform = 1.0 if self.temperature == 0 else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
+            uniform = 1.0 if greedy else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
             try:
-                token, row = yield from settle(self.runtime.step(pending, self.temperature, uniform))
+                token, row = yield from settle(self.runtime.step(pending, graph_temperature, uniform))
             except Exception as error:
                 self.runtime.reset()  # its cache state is unknown now
                 raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
-            if self.max_entropy_bits is not None and entropy_bits(row.probs) > self.max_entropy_bits:
-                break  # q_i is too flat to pay: d_i is dropped (a function of the prefix, not of d_i)
+            if self.max_entropy_bits is not None:
+                values = as_floats(row.probs)
+                if entropy_bits(values) > self.max_entropy_bits:
+                    break  # q_i is too flat to pay: d_i is dropped (a function of the prefix, not of d_i)
+                if measured:
+                    token = greedy_token(row, values)
             tokens.append(token)
             rows.append(PointMass(token) if self.temperature == 0 else row)
             pending = [token]
