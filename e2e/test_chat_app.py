@@ -92,11 +92,18 @@ def test_a_conversation_survives_reload_and_answers_can_be_regenerated_edited_an
         assert first.finish == "length" and len(first.tokens) == 8 and first.seed == 7, first
         assert first.tokens == expected(synth_package, engine, PROMPT, first.seed), "not the native answer for its seed"
 
-        app.action(0, "regenerate")  # a new random seed: another answer, and the one the native engine gives
-        wait_finished(app, 0, "regenerated answer", first.tokens)
-        again = app.answer(0)
-        assert app.count(".message.assistant") == 1 and again.seed != first.seed, (first.seed, again.seed)
-        assert again.tokens != first.tokens and again.tokens == expected(synth_package, engine, PROMPT, again.seed)
+        again = first
+        for _ in range(6):  # a new random seed each time; until an answer is cut by the limit (Continue needs one)
+            previous = again
+            app.action(0, "regenerate")  # another answer, and the one the native engine gives for its seed
+            wait_finished(app, 0, "regenerated answer", previous.tokens)
+            again = app.answer(0)
+            assert app.count(".message.assistant") == 1 and again.seed != previous.seed, (previous.seed, again.seed)
+            assert again.tokens != previous.tokens
+            assert again.tokens == expected(synth_package, engine, PROMPT, again.seed)
+            if again.finish == "length":
+                break
+        assert again.finish == "length", again
 
         app.action(0, "continue")  # the cut answer carries on in the same bubble
         wait_finished(app, 0, "continued answer", again.tokens)

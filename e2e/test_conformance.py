@@ -128,9 +128,10 @@ def test_real_model_greedy_tokens_match_native_for_every_proposer(
             for row in run_cases(app, real_package, "webgpu", cases, prompt, REAL_MAX_TOKENS, kernels):
                 rows.append({"prompt": name, **row})
         app.screenshot(str(artifacts / f"conformance-real-{engine}.png"))
-        checked = app.self_test()  # SmolLM2 on this browser's software adapter
-        print(f"\n[conformance] {engine} self-test on SmolLM2: {checked.summary}")
-        assert checked.passed, checked
+        if kernels == "columns":  # SmolLM2 on this browser's software adapter (the split family on SwiftShader
+            checked = app.self_test()  # takes ~90 s; its self-test runs on the synthetic model in test_page.py)
+            print(f"\n[conformance] {engine} self-test on SmolLM2: {checked.summary}")
+            assert checked.passed, checked
     report(artifacts, "real", engine, backend_text, rows)
     for row in rows:
         case = f"{engine} {row['prompt']} {row['proposer']}"
