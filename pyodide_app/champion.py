@@ -15,7 +15,7 @@ from typing import Any, Protocol, Sequence
 
 from .acceptance import Decision, greedy_decision, stochastic_decision
 from .processors import FLOAT, SamplingSettings, process_row
-from .rng import philox4x32_10
+from .rng import philox_blocks
 from .sampling import Draws
 from .waits import Steps
 
@@ -207,4 +207,4 @@ class ReferenceChampion:
 
     @staticmethod
     def philox_words(cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
-        return [philox4x32_10(tuple(counter), tuple(key)) for counter, key in cases]
+        return philox_blocks(cases)

@@ -13,7 +13,7 @@ from typing import Generator, Protocol, Sequence
 
 from .acceptance import Decision
 from .champion import VerifyRequest, common_prefix, decide, kv_capacity_bytes
-from .rng import philox4x32_10
+from .rng import philox_blocks
 from .waits import Steps, Wait, settle
 
 ATTENTION_BUDGET = 64 << 20  # bytes for one call's attention products (float32 graph)
@@ -118,4 +118,4 @@ class CpuChampion:
     @staticmethod
     def philox_words(cases: Sequence[tuple[Sequence[int], Sequence[int]]]) -> list[tuple[int, ...]]:
         """Philox4x32-10 of each (counter, key): this path draws with rng.py."""
-        return [philox4x32_10(tuple(counter), tuple(key)) for counter, key in cases]
+        return philox_blocks(cases)

@@ -76,3 +76,8 @@ class PhiloxStream:
     def uniform(self, domain: Domain, round_index: int, position: int) -> float:
         """u in (0, 1] for (domain, round, position)."""
         return uniform_from_word(self.words(domain, round_index, position)[0])
+
+
+def philox_blocks(cases) -> list[tuple[int, int, int, int]]:
+    """philox4x32_10 of each (counter, key) pair: the CPU verifiers' answer to the self-test's known answers."""
+    return [philox4x32_10(tuple(counter), tuple(key)) for counter, key in cases]

@@ -25,6 +25,7 @@ from typing import Any, Generator, Protocol, Sequence
 from ..acceptance import PointMass, ReducedRow
 from ..champion import common_prefix
 from ..errors import DraftRuntimeError
+from ..processors import argmax
 from ..rng import Domain
 from ..sampling import Draws
 from ..waits import Steps, Wait, settle
@@ -61,7 +62,7 @@ def entropy_bits(probs: Any) -> float:
 
 def greedy_token(row: Any, values: list[float]) -> int:
     """The vocabulary id of the row's most probable entry (lowest index on ties)."""
-    best = values.index(max(values))
+    best = argmax(values)
     return int(row.ids[best]) if isinstance(row, ReducedRow) else best
 
 
