@@ -124,7 +124,7 @@ class Engine {
     const queue = [];
     let wake = null;
     const push = (item) => { queue.push(item); wake?.(); };
-    const turn = this.busy.then(() => {
+    this.afterOthers(() => {
       if (signal?.aborted) { push({ type: "aborted" }); return; }
       const onAbort = () => this.client.stop();
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -133,7 +133,6 @@ class Engine {
         push({ type: "end" });
       });
     });
-    this.busy = turn.catch(() => {});
     for (;;) {
       if (!queue.length) await new Promise((resolve) => { wake = resolve; });
       wake = null;
@@ -154,9 +153,7 @@ class Engine {
   // seconds, adapter, backend, kernel_variant, cpu_champion, key, at}. Runs after any request in progress.
   selfTest() {
     if (this.unloaded) return Promise.reject(new SpecChatError("UNLOADED", "this engine was unloaded"));
-    const turn = this.busy.then(() => this.client.call("selfTest"));
-    this.busy = turn.catch(() => {});
-    return turn.catch((error) => { throw new SpecChatError("SELF_TEST", String(error.message || error)); });
+    return this.afterOthers(() => this.client.call("selfTest")).catch((error) => { throw new SpecChatError("SELF_TEST", String(error.message || error)); });
   }
 
   // How much of a conversation fits with `room` tokens left for the answer: {dropped, prompt_tokens, fits, limit}.
@@ -169,7 +166,12 @@ class Engine {
   // after any request in progress.
   run(request, onEvent) {
     if (this.unloaded) return Promise.reject(new SpecChatError("UNLOADED", "this engine was unloaded"));
-    const turn = this.busy.then(() => this.client.chat(request, onEvent));
+    return this.afterOthers(() => this.client.chat(request, onEvent));
+  }
+
+  // Runs work() once every request and check queued before it has ended; the next one waits for this one.
+  afterOthers(work) {
+    const turn = this.busy.then(work);
     this.busy = turn.catch(() => {});
     return turn;
   }
