@@ -1,9 +1,13 @@
 """What a round costs on this device: the champion's verify time by row count and the neural draft's
-time per token, measured once per engine (the `auto` scheduler's inputs, see proposers/auto.py).
+time per token, measured once per engine and kind of sampling (the `auto` scheduler's inputs, see
+proposers/auto.py).
 
-Measured with greedy verify calls (point-mass drafts) after a 64-token context, best of two, at
-T in MEASURED_ROWS; other T are interpolated linearly. The measurement runs as Steps (waits.py), so the
-browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
+Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at
+once (so V(T) holds one processed row, and when sampling the residual sample that follows a rejection),
+after a 64-token context, best of two, at T in MEASURED_ROWS; other T are interpolated linearly. When
+sampling, every further row a round reads costs the processing of a row (softmax, top-p) on top:
+row_ms = V_sampled(1) - V_greedy(1). The measurement runs as Steps (waits.py), so the browser's
+asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from typing import Generator, Sequence
 from .acceptance import PointMass
 from .champion import VerifyRequest
 from .processors import SamplingSettings
+from .sampling import SeededDraws
 from .waits import Wait, settle
 
 MEASURED_ROWS = (1, 2, 3, 5, 9)
+GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
 
 
@@ -25,15 +31,30 @@ CONTEXT = tuple(100 + i for i in range(64))
 class CostModel:
     verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
     draft_step_ms: float | None  # one neural draft step (one token); None without a draft
+    row_ms: float = 0.0  # processing one more verified row (0 when greedy: an argmax)
 
     def verify(self, rows: int) -> float:
         return self.verify_ms[min(rows, len(self.verify_ms)) - 1]
+
+    def round_ms(self, rows: int, expected_tokens: float) -> float:
+        """A verify round of `rows` rows that emits `expected_tokens` on average: it reads that many rows,
+        one of which V(rows) already holds."""
+        return self.verify(rows) + (expected_tokens - 1.0) * self.row_ms
 
     def summary(self) -> dict:
         return {
             "verify_ms": [round(v, 3) for v in self.verify_ms],
             "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3),
+            "row_ms": round(self.row_ms, 3),
         }
+
+
+def cost_kind(settings: SamplingSettings) -> str:
+    """Requests whose rounds cost alike share one measurement: greedy, or sampled with the filters in use."""
+    if settings.greedy:
+        return "greedy"
+    filters = [name for name, on in (("top_k", settings.top_k), ("top_p", settings.top_p < 1)) if on]
+    return "+".join(["sampled", *filters])
 
 
 def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
@@ -51,18 +72,29 @@ def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
     return tuple(out)
 
 
-def measure_costs(champion, draft_runtime, t_max: int, repeats: int = 2) -> Generator[Wait, None, CostModel]:
-    """Verify time for T = 1..t_max (rows per call; k_max + 1) and the draft's step time."""
-    best = yield from verify_ms_by_rows(champion, sorted({min(r, t_max) for r in MEASURED_ROWS}), repeats)
+def measure_costs(
+    champion, draft_runtime, t_max: int, settings: SamplingSettings = GREEDY, repeats: int = 2
+) -> Generator[Wait, None, CostModel]:
+    """Verify time for T = 1..t_max (rows per call; k_max + 1) at `settings`, the time of one more processed
+    row, and the draft's step time."""
+    rows = sorted({min(r, t_max) for r in MEASURED_ROWS})
+    best = yield from verify_ms_by_rows(champion, rows, repeats, settings)
+    row_ms = 0.0
+    if not settings.greedy:
+        plain = yield from verify_ms_by_rows(champion, [1], repeats, GREEDY)
+        row_ms = max(0.0, best[1] - plain[1])
     draft_ms = None
     if draft_runtime is not None:
         draft_ms = yield from _draft_step_ms(draft_runtime, repeats)
-    return CostModel(interpolate(best, t_max), draft_ms)
+    return CostModel(interpolate(best, t_max), draft_ms, row_ms)
 
 
-def verify_ms_by_rows(champion, rows_measured: Sequence[int], repeats: int) -> Generator[Wait, None, dict[int, float]]:
-    """{T: best-of-`repeats` ms of a greedy verify call of T rows (point-mass drafts)} after CONTEXT; the
-    sweeps interleave the row counts and the first one warms up. The KV cache is forgotten after."""
+def verify_ms_by_rows(
+    champion, rows_measured: Sequence[int], repeats: int, settings: SamplingSettings = GREEDY
+) -> Generator[Wait, None, dict[int, float]]:
+    """{T: best-of-`repeats` ms of a verify call of T rows at `settings` (point-mass drafts the champion
+    rejects at once: tokens 200.. after an unrelated context)} after CONTEXT; the sweeps interleave the row
+    counts and the first one warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(CONTEXT[:-1]))
     best = {rows: float("inf") for rows in rows_measured}
     for repeat in range(repeats + 1):
@@ -74,7 +106,8 @@ def verify_ms_by_rows(champion, rows_measured: Sequence[int], repeats: int) -> G
                 drafts,
                 tuple(PointMass(d) for d in drafts),
                 repeat,
-                SamplingSettings(temperature=0),
+                settings,
+                None if settings.greedy else SeededDraws(repeat),
             )
             began = time.perf_counter()
             yield from settle(champion.verify(request))
@@ -97,6 +130,6 @@ def _draft_step_ms(runtime, repeats: int) -> Generator[Wait, None, float]:
     return best
 
 
-def fixed_costs(verify_ms: Sequence[float], draft_step_ms: float | None) -> CostModel:
+def fixed_costs(verify_ms: Sequence[float], draft_step_ms: float | None, row_ms: float = 0.0) -> CostModel:
     """A CostModel from given numbers (tests, and replaying a recorded run)."""
-    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms)
+    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms, float(row_ms))

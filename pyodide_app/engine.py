@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
-from .costs import CostModel, measure_costs
+from .costs import CostModel, cost_kind, measure_costs
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
@@ -196,7 +196,7 @@ class Engine:
         self.draft_runtime = draft_runtime
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
-        self.costs: CostModel | None = None  # measured at the first `auto` request (costs.py), then fixed
+        self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
         self.golden = golden
         # The draft's calibrated stop (package field): a proposal ends before a row more uncertain than this.
         self.stop_bits = (manifest.get("draft") or {}).get("stop_entropy_bits")
@@ -261,7 +261,7 @@ class Engine:
                 if self.draft_runtime is None
                 else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             )
-            return AutoProposer(CostPolicy(self.costs, self.neural_prior()), neural)  # costs set before the first round
+            return AutoProposer(CostPolicy(None, self.neural_prior()), neural)  # costs set before the first round
         if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
                 raise InvalidSettings(
@@ -276,11 +276,13 @@ class Engine:
         value = (self.manifest.get("draft") or {}).get("agreement")
         return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else NEURAL_PRIOR
 
-    def _costs_then(self, proposer: AutoProposer, events) -> Iterator[Any]:
-        """Measure the device's costs once (the first auto request), then stream the request's events."""
-        if self.costs is None:
-            self.costs = yield from measure_costs(self.champion, self.draft_runtime, self.k_max + 1)
-        proposer.policy.costs = self.costs
+    def _costs_then(self, proposer: AutoProposer, settings: SamplingSettings, events) -> Iterator[Any]:
+        """Measure the device's costs once per kind of sampling (at its first auto request), then stream the
+        request's events."""
+        kind = cost_kind(settings)
+        if kind not in self.costs:
+            self.costs[kind] = yield from measure_costs(self.champion, self.draft_runtime, self.k_max + 1, settings)
+        proposer.policy.costs = self.costs[kind]
         yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
@@ -299,7 +301,7 @@ class Engine:
         orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
         events = orchestrator.generate(prompt, cancel)
         if isinstance(proposer, AutoProposer):
-            events = self._costs_then(proposer, events)
+            events = self._costs_then(proposer, request.sampling, events)
         return self._stream(request, prompt, events, proposer)
 
     def _stream(self, request: ChatRequest, prompt: list[int], events, proposer) -> Iterator[dict | Wait]:
@@ -351,7 +353,7 @@ class Engine:
                 "chose": proposer.summary(),
                 "rounds": dict(proposer.rounds),
                 "draft_failed": proposer.neural_failed,
-                "costs": self.costs.summary() if self.costs else None,
+                "costs": proposer.policy.costs.summary() if proposer.policy.costs else None,
             }
         }
 

@@ -86,7 +86,7 @@ def main() -> None:
     engine = load_engine(args.model, backend=args.backend, context_limit=1024)
     if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
         run_arm(engine, "Hi", "auto", engine.k_max, 1)
-        print(f"auto costs: {engine.costs.summary()}")
+        print(f"auto costs: {engine.costs['greedy'].summary()}")
     runs = {}
     for name, prompt in PROMPTS.items():
         for _ in range(args.repeats):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyodide_app.costs import fixed_costs, interpolate
+from pyodide_app.costs import cost_kind, fixed_costs, interpolate
 from pyodide_app.errors import DraftRuntimeError
+from pyodide_app.processors import SamplingSettings
 from pyodide_app.proposers.auto import LOOKUP_PRIOR, NONE, PRIOR_WEIGHT, AutoProposer, Choice, CostPolicy, PositionStats
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
 from pyodide_app.waits import finish
@@ -33,6 +34,32 @@ def test_expected_tokens_is_the_sum_of_survival_probabilities():
     assert stats.reached == [2, 2] and stats.accepted == [2, 1]
 
 
+def test_later_positions_have_their_own_prior():
+    """A lookup match's first token is the gamble; once it was right, the copy usually goes on."""
+    stats = PositionStats(0.2, 0.6)
+    assert [stats.rate(j) for j in range(3)] == pytest.approx([0.2, 0.6, 0.6])
+    assert stats.expected_tokens(2) == pytest.approx(1 + 0.2 + 0.2 * 0.6)
+    assert all(first <= later for first, later in LOOKUP_PRIOR.values())
+
+
+def test_a_sampled_round_pays_for_every_row_it_reads():
+    """When sampling, each emitted token's row is processed (softmax, top-p): V(T) holds one such row, a
+    round emitting E tokens reads E. Leaving the other E - 1 out makes drafting look cheaper than it is."""
+    lookup = (3, (8, 9, 5, 6, 7))
+    verify = [10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0, 26.0]
+    assert CostPolicy(fixed_costs(verify, None)).choose(REPETITIVE, 1, lookup, False).source == "prompt_lookup"
+    # 1.85 tokens in 12 + 0.85 * 8 ms is slower than one token in 10 ms
+    assert CostPolicy(fixed_costs(verify, None, row_ms=8.0)).choose(REPETITIVE, 1, lookup, False) == NONE
+    assert fixed_costs(verify, None, row_ms=8.0).round_ms(2, 1.85) == pytest.approx(12 + 0.85 * 8)
+
+
+def test_costs_are_measured_per_kind_of_sampling():
+    assert cost_kind(SamplingSettings(temperature=0, top_p=0.5)) == "greedy"
+    assert cost_kind(SamplingSettings(temperature=0.7)) == "sampled"
+    assert cost_kind(SamplingSettings(temperature=1.3, top_p=0.9)) == "sampled+top_p"
+    assert cost_kind(SamplingSettings(temperature=0.7, top_p=0.9, top_k=40)) == "sampled+top_k+top_p"
+
+
 def test_cost_interpolation_between_measured_rows():
     assert interpolate({1: 10.0, 3: 14.0, 9: 26.0}, 9) == (10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0, 26.0)
     assert interpolate({1: 5.0, 5: 9.0}, 3) == (5.0, 6.0, 7.0)
@@ -41,7 +68,7 @@ def test_cost_interpolation_between_measured_rows():
 def test_flat_costs_draft_the_longest_match_and_steep_costs_never_draft():
     lookup = (3, (8, 9, 5, 6, 7))
     flat = CostPolicy(FLAT, neural_prior=0.4).choose(REPETITIVE, 8, lookup, neural_available=True)
-    assert flat == Choice("prompt_lookup", 5, 3)  # prior 0.65 beats the neural 0.4; all 5 continuation tokens
+    assert flat == Choice("prompt_lookup", 5, 3)  # prior 0.85 beats the neural 0.4; all 5 continuation tokens
     assert CostPolicy(STEEP, neural_prior=0.9).choose(REPETITIVE, 8, lookup, neural_available=True) == NONE
 
 
@@ -79,7 +106,7 @@ def test_lookup_statistics_are_kept_per_match_length():
     policy = CostPolicy(fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None))
     long_match, short_match = (3, (1, 2, 3)), (1, (1, 2, 3))
     assert policy.choose([0], 3, long_match, False).source == "prompt_lookup"
-    assert policy.choose([0], 3, short_match, False) == NONE  # prior 0.25 does not pay for 0.3 of a forward
+    assert policy.choose([0], 3, short_match, False) == NONE  # prior 0.15 does not pay for 0.3 of a forward
     for _ in range(20):
         policy.observe(Choice("prompt_lookup", 3, 1), proposed=3, accepted=3)
     assert policy.choose([0], 3, short_match, False).source == "prompt_lookup"  # n = 1 matches proved right

@@ -134,7 +134,7 @@ SAMPLES = 400
 def drafting_pays(synth_engine):
     """Costs under which auto drafts (flat verify, cheap draft), for tests that need it to speculate."""
     saved = synth_engine.costs
-    synth_engine.costs = fixed_costs([10.0] * 9, 0.5)
+    synth_engine.costs = {kind: fixed_costs([10.0] * 9, 0.5) for kind in ("greedy", "sampled", "sampled+top_p")}
     yield
     synth_engine.costs = saved
 
@@ -385,14 +385,21 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     from pyodide_app.native.loader import load_engine
 
     engine = load_engine(synth_package, context_limit=256, gpu=gpu, backend=backend)
-    assert engine.costs is None
+    assert engine.costs == {}
     done = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
-    costs = engine.costs
+    costs = engine.costs["greedy"]
     assert len(costs.verify_ms) == engine.k_max + 1 and all(v > 0 for v in costs.verify_ms)
-    assert costs.draft_step_ms > 0 and done["speculative"]["auto"]["costs"] == costs.summary()
+    assert costs.draft_step_ms > 0 and costs.row_ms == 0 and done["speculative"]["auto"]["costs"] == costs.summary()
     assert done["tokens"] == chat(engine, "hello world", "none", 0, max_tokens=8, temperature=0)["tokens"]
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
-    assert engine.costs is costs  # measured once, then fixed
+    assert engine.costs["greedy"] is costs  # measured once, then fixed
+    # Sampling is measured apart (rows are processed; a rejection draws from the residual), once per kind.
+    sampled = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0.7, top_p=0.9, seed=3)
+    assert set(engine.costs) == {"greedy", "sampled+top_p"} and sampled["speculative"]["auto"]["costs"] == (
+        engine.costs["sampled+top_p"].summary()
+    )
+    chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=1.0, top_p=0.5, seed=4)
+    assert len(engine.costs) == 2
 
 
 def test_adaptive_k_is_reproducible(synth_engine):
