@@ -330,19 +330,17 @@ def run_bench(
                 f"warm load {info['load']['total_s']:.1f} s ({info['load']['model_files_from_cache']} of "
                 f"{info['load']['model_files']} files cached)"
             )
-            auto_costs = None
-            if any(a.proposer == "auto" for a in arms):  # auto measures the device once: not inside a timed arm
-                warm = call(
-                    page,
-                    "(req) => window.specChat.chat(req)",
-                    page_request(Arm("auto", "auto", 8), "Hi", "greedy", 1),
-                    call_timeout_s,
-                )
-                auto_costs = (warm["done"] or {}).get("speculative", {}).get("auto")
-                log(
-                    f"auto: policy {auto_costs and auto_costs['policy_version']}, costs "
-                    f"{auto_costs and auto_costs['costs']}"
-                )
+            auto_costs = {}  # setting -> the engine's auto block (policy version, costs of that kind of sampling)
+            if any(a.proposer == "auto" for a in arms):  # auto measures its costs per kind: not in a timed arm
+                for setting in sorted({i["setting"] for i in items}):
+                    warm = call(
+                        page,
+                        "(req) => window.specChat.chat(req)",
+                        page_request(Arm("auto", "auto", 8), "Hi", setting, 1),
+                        call_timeout_s,
+                    )
+                    auto_costs[setting] = (warm["done"] or {}).get("speculative", {}).get("auto")
+                    log(f"auto ({setting}): {auto_costs[setting]}")
             peer_page = open_peer_page(context, url) if gguf is not None else None  # a second tab, same session
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             hung: set[str] = set()  # peers that gave no answer once: not run again

@@ -55,9 +55,10 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
         "wllama-1t",
         "wllama-2t",
     } <= arms
-    assert (
-        bench["auto"]["policy_version"] >= 1 and len(bench["auto"]["costs"]["verify_ms"]) == 9
-    )  # measured before the arms
+    for setting in ("greedy", "sampled"):  # measured per kind of sampling, before the arms
+        auto = bench["auto"][setting]
+        assert auto["policy_version"] >= 2 and len(auto["costs"]["verify_ms"]) == 9, auto
+    assert bench["auto"]["greedy"]["costs"]["row_ms"] == 0
     errors = [r for r in bench["records"] if "error" in r]
     assert not errors, (errors, result.stdout[-3000:])
     greedy = {

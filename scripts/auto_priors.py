@@ -33,6 +33,7 @@ from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import SamplingSettings, process_row  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
 from pyodide_app.waits import finish  # noqa: E402
+from scripts.draft_calibration import draft_rows  # noqa: E402
 
 SETTINGS = {"greedy": SamplingSettings(temperature=0.0), "sampled": SamplingSettings(temperature=0.7, top_p=0.9)}
 POSITIONS = 4
@@ -68,30 +69,18 @@ def lookup_points(ids, tokens, rows, setting, out) -> None:
 
 def neural_points(engine, ids, tokens, rows, setting, out) -> None:
     """out[setting] += the neural draft's acceptance at positions its entropy stop lets through."""
-    draft, vocab, stop = engine.draft_runtime, engine.champion.vocab_size, engine.stop_bits
-    temperature = 0.0 if setting == "greedy" else SETTINGS[setting].temperature
-    for_rows = {"own": temperature, "plain": 1.0}
-    found = {}
-    for name, temp in for_rows.items():
-        draft.reset()
-        step = draft.step(ids, temp, 0.5)
-        found[name] = []
-        for t in range(len(tokens)):
-            token, row = step
-            found[name].append((token, np.asarray(row.dense(vocab), np.float64)))
-            if t + 1 < len(tokens):
-                step = draft.step([tokens[t]], temp, 0.5)
+    vocab, stop = engine.champion.vocab_size, engine.stop_bits
+    own = draft_rows(engine.draft_runtime, vocab, ids, tokens, SETTINGS[setting].temperature)
+    plain = draft_rows(engine.draft_runtime, vocab, ids, tokens, 1.0)
     for t in range(len(tokens)):
-        plain = found["plain"][t][1]
-        plain = plain[plain > 0]
-        if stop is not None and float(-(plain * np.log2(plain)).sum()) > stop:
+        q1 = plain[t][1][plain[t][1] > 0]
+        if stop is not None and float(-(q1 * np.log2(q1)).sum()) > stop:
             continue
-        history = ids + tokens[:t]
-        p = np.asarray(process_row(rows[t], SETTINGS[setting], history), np.float64)
-        if setting == "greedy":
-            out[setting].append(float(int(np.argmax(found["plain"][t][1])) == tokens[t]))
+        if setting == "greedy":  # the stopping draft takes its temperature-1 row's argmax
+            out[setting].append(float(int(np.argmax(plain[t][1])) == tokens[t]))
         else:
-            out[setting].append(float(np.minimum(p, found["own"][t][1]).sum()))
+            p = np.asarray(process_row(rows[t], SETTINGS[setting], ids + tokens[:t]), np.float64)
+            out[setting].append(float(np.minimum(p, own[t][1]).sum()))
 
 
 def main() -> None:

@@ -1,0 +1,59 @@
+"""The independent evaluation set for neural drafts (build_tools/draft_eval_independent.json): varied,
+frozen, and never part of what a draft is trained on."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+
+from build_tools.distill_prompts import training_prompts
+
+from .conftest import ROOT
+
+EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
+SHIPPED = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled" / "provenance.json"
+TRAINING_PROMPTS_CHECKED = 20_000  # the shipped draft trained on 6,132 answers of seed 0's stream
+
+
+def items() -> list[dict]:
+    return json.loads(EVAL_SET.read_text())["items"]
+
+
+def texts() -> list[str]:
+    return [m["content"] for item in items() for m in item["messages"]]
+
+
+def shingles(text: str, n: int = 6) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def test_the_set_is_varied():
+    found = items()
+    assert len(found) >= 40 and len({i["id"] for i in found}) == len(found)
+    kinds = {i["kind"] for i in found}
+    assert {"multilingual", "multi-turn", "code", "json", "long", "casual", "translation"} <= kinds
+    for item in found:
+        roles = [m["role"] for m in item["messages"] if m["role"] != "system"]
+        assert roles[-1] == "user" and all(a != b for a, b in zip(roles, roles[1:])), item["id"]
+    assert sum(any(ord(c) > 127 for c in t) for t in texts()) >= 5  # several languages and scripts
+    assert max(len(t.split()) for t in texts()) >= 200  # long inputs
+
+
+def test_it_shares_no_text_with_the_training_stream():
+    """Not one 6-word sequence of any eval message occurs in the first 20,000 training prompts (seed 0, the
+    stream the shipped draft trained on), and nothing in the distillation code reads the file. (A first
+    version of the set had a coding request that shared 6 words with a training template: this caught it.)"""
+    eval_shingles = set().union(*(shingles(t) for t in texts()))
+    for prompt in itertools.islice(training_prompts(0), TRAINING_PROMPTS_CHECKED):
+        assert not (shingles(prompt["prompt"]) & eval_shingles), prompt["prompt"]
+    for source in (ROOT / "build_tools").glob("distill*.py"):
+        assert EVAL_SET.name not in source.read_text(), source
+
+
+def test_the_shipped_drafts_measurement_is_of_this_exact_file():
+    recorded = json.loads(SHIPPED.read_text())["independent_evaluation"]
+    assert recorded["sha256"] == hashlib.sha256(EVAL_SET.read_bytes()).hexdigest()
+    assert recorded["prompts"] == len(items()) and 0 < recorded["greedy_agreement"] < 1
