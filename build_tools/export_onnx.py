@@ -33,6 +33,7 @@ from pyodide_app.manifest import ModelConfig
 from .reference import dequantize
 from .source import ModelSource, SourceError, Tensor
 
+ATTENTION = "gemv"  # invariant graphs: "gemv" (batched MatMul, M = 1) or "products" (Mul + ReduceSum)
 OPSET = 17
 IR_VERSION = 10
 BLOCK = 32
@@ -165,6 +166,23 @@ class LlamaExporter:
         k5 = g.op("Unsqueeze", [k, g.const(np.array([2, 3], np.int64))])  # [1, kv, 1, 1, S, hd]
         return g.op("ReduceSum", [g.op("Mul", [q5, k5]), g.const(np.array([-1], np.int64))], keepdims=0)
 
+    # The same without materialising [T, S, hd] products: batched MatMul with every (kv head, group, row) its
+    # own batch entry of one query row (M = 1), so a row's dot products never depend on the call's T.
+    def gemv_scores(self, qg: str, k: str) -> str:
+        """qg [1, kv, g, T, hd], k [1, kv, S, hd] -> q.k [1, kv, g, T, S]."""
+        g = self.g
+        q6 = g.op("Unsqueeze", [qg, g.const(np.array([4], np.int64))])  # [1, kv, g, T, 1, hd]
+        kt = g.op("Transpose", [k], perm=[0, 1, 3, 2])  # [1, kv, hd, S]
+        k6 = g.op("Unsqueeze", [kt, g.const(np.array([2, 3], np.int64))])  # [1, kv, 1, 1, hd, S]
+        return g.op("Squeeze", [g.op("MatMul", [q6, k6]), g.const(np.array([4], np.int64))])
+
+    def gemv_mix(self, weights: str, v: str) -> str:
+        """weights [1, kv, g, T, S], v [1, kv, S, hd] -> sum_s w v [1, kv, g, T, hd]."""
+        g = self.g
+        w6 = g.op("Unsqueeze", [weights, g.const(np.array([4], np.int64))])  # [1, kv, g, T, 1, S]
+        v6 = g.op("Unsqueeze", [v, g.const(np.array([2, 3], np.int64))])  # [1, kv, 1, 1, S, hd]
+        return g.op("Squeeze", [g.op("MatMul", [w6, v6]), g.const(np.array([4], np.int64))])
+
     def invariant_mix(self, weights: str, v: str) -> str:
         """weights [1, kv, g, T, S], v [1, kv, S, hd] -> sum_s w v [1, kv, g, T, hd]."""
         g = self.g
@@ -274,7 +292,9 @@ class LlamaExporter:
                 "Reshape",
                 [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))],
             )
-            if self.invariant:
+            if self.invariant and ATTENTION == "gemv":
+                scores, attn_of = self.gemv_scores(qg, k), self.gemv_mix
+            elif self.invariant:
                 scores, attn_of = self.invariant_scores(qg, k), self.invariant_mix
             else:
                 kt = g.op("Unsqueeze", [g.op("Transpose", [k], perm=[0, 1, 3, 2]), g.const(np.array([2], np.int64))])
@@ -478,5 +498,6 @@ def export_llama(
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
         "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"]
         + (["all_logits"] if all_rows else []),
+        **({"attention": ATTENTION} if exporter.invariant else {}),
         **({"external_weights": dict(sorted(exporter.dense_weights.items()))} if weightless else {}),
     }

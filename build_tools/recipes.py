@@ -108,6 +108,7 @@ def default_package() -> Path:
 
     from pyodide_app.package_check import check_package
 
+    from .export_onnx import ATTENTION
     from .prebuilt_draft import read_prebuilt
     from .site import WEB
 
@@ -116,6 +117,8 @@ def default_package() -> Path:
         manifest = check_package(model)
         if not manifest.get("fallback") or not manifest.get("cpu_champion"):
             raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
+        if manifest["cpu_champion"].get("attention") != ATTENTION:
+            raise ManifestError(str(model), "built with another attention form in champion_cpu.onnx")
         provenance = read_prebuilt(DEFAULT_DRAFT).provenance
         if manifest["identity"]["draft_weights"] != provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")

@@ -67,9 +67,10 @@ def tiny_tokenizer() -> dict:
     }
 
 
-def random_model(tokenizer: dict, seed: int, n_layers: int, origin: str) -> ModelSource:
+def random_model(tokenizer: dict, seed: int, n_layers: int, origin: str, **shape) -> ModelSource:
+    """shape: overrides of TINY's sizes (d_model, d_ffn, n_heads, n_kv_heads, context_length)."""
     rng = np.random.default_rng(seed)
-    sizes = dict(TINY, n_layers=n_layers)
+    sizes = dict(TINY, **shape, n_layers=n_layers)
     d, ffn, heads, kv_heads = sizes["d_model"], sizes["d_ffn"], sizes["n_heads"], sizes["n_kv_heads"]
     head_dim = d // heads
     vocab = len(tokenizer["tokens"])

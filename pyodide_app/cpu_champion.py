@@ -21,11 +21,14 @@ KEY_BLOCK = 256  # the float32 graph pads attention keys to a multiple of this (
 
 
 def attention_bytes_per_row_key(entry: dict) -> int:
-    """Bytes per (query row, key) of the attention products of the manifest entry's graph: the float32
-    batch-invariant graph (it has external_weights) materialises q*k and w*v per head; others do not."""
+    """Bytes per (query row, key) of the attention temporaries of the manifest entry's graph, for the float32
+    batch-invariant graph (it has external_weights): with "gemv" attention (batched one-row MatMuls) the
+    scores, masked scores and weights per head; with the older "products" form, q*k and w*v products of
+    head_dim floats per head. Other graphs: 0 (no limit)."""
     if not entry.get("external_weights"):
         return 0
-    return 4 * entry["config"]["n_heads"] * entry["config"]["head_dim"]
+    per_head = 3 if entry.get("attention") == "gemv" else entry["config"]["head_dim"]
+    return 4 * entry["config"]["n_heads"] * per_head
 
 
 def cpu_memory_bytes(manifest: dict, entry_name: str, context_limit: int, rows: int) -> dict[str, int]:

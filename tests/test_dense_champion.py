@@ -3,8 +3,10 @@ float32 weights and batch-invariant attention. Groundwork for the fast CPU champ
 
 Each row's logits must be bitwise identical whether it is scored alone or among T = 1..9 rows, at
 context lengths on both sides of the 256-key attention block; and they must match the numpy reference.
-Bug it catches: attention through onnxruntime's MatMul (a row changes in its last bits with T: measured
-1.1e-5 on q.k), or unpadded key lengths.
+The invariance tests run a model with SmolLM2's head size (64): with the tiny synthetic model's 16, even the
+bug they exist for passes. Bug they catch: attention through onnxruntime's MatMul with the call's rows as
+its M dimension (a row changes in its last bits with T: 3.7e-5 on this model, 1.1e-5 on SmolLM2's q.k),
+or unpadded key lengths.
 """
 
 from __future__ import annotations
@@ -14,18 +16,29 @@ import pytest
 
 from build_tools.export_onnx import KEY_BLOCK, export_llama
 from build_tools.reference import ReferenceModel
-from build_tools.synth import synth_models
+from build_tools.synth import random_model, synth_models, tiny_tokenizer
 from pyodide_app.native.onnx_champion import OnnxChampionRuntime
 
 T_MAX = 9
 
 
+def dense_graph(champion, folder):
+    path = folder / "champion_dense.onnx"
+    entry = export_llama(champion, champion.config.n_layers, path, all_rows=True, dense=True)
+    return OnnxChampionRuntime(path, entry, threads=1), ReferenceModel(champion.config, champion.tensors), path
+
+
 @pytest.fixture(scope="module")
 def dense(tmp_path_factory):
     champion, _ = synth_models(0)
-    path = tmp_path_factory.mktemp("dense") / "champion_dense.onnx"
-    entry = export_llama(champion, champion.config.n_layers, path, all_rows=True, dense=True)
-    return OnnxChampionRuntime(path, entry, threads=1), ReferenceModel(champion.config, champion.tensors), path
+    return dense_graph(champion, tmp_path_factory.mktemp("dense"))
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    """2 layers with SmolLM2's attention shape: head size 64, 4 query heads over 2 KV heads."""
+    champion = random_model(tiny_tokenizer(), 5, 2, "wide", d_model=256, d_ffn=512, n_heads=4, n_kv_heads=2)
+    return dense_graph(champion, tmp_path_factory.mktemp("wide"))
 
 
 def prefill(runtime, tokens, chunk=64):
@@ -35,8 +48,8 @@ def prefill(runtime, tokens, chunk=64):
 
 
 @pytest.mark.parametrize("position", [5, KEY_BLOCK - 4, KEY_BLOCK + 3])
-def test_each_rows_logits_are_bitwise_identical_for_every_t(dense, position):
-    runtime, _, _ = dense
+def test_each_rows_logits_are_bitwise_identical_for_every_t(wide, position):
+    runtime, _, _ = wide
     rng = np.random.default_rng(position)
     context = [int(t) for t in rng.integers(3, runtime.vocab_size, position)]
     rows = [int(t) for t in rng.integers(3, runtime.vocab_size, T_MAX)]
@@ -61,18 +74,27 @@ def test_logits_match_the_numpy_reference(dense):
     assert float(np.abs(got - expected).max()) < 1e-4
 
 
-def test_rows_are_bitwise_identical_for_every_t_in_onnxruntime_web(dense, tmp_path):
-    """The browser's runtime (wasm SIMD, under Node): row i of a T-row call from an empty cache is the same
-    for every T > i."""
+def test_rows_are_bitwise_identical_for_every_t_in_onnxruntime_web(wide, tmp_path):
+    """The browser's runtime (wasm SIMD, under Node): after a 40-token context (its KV rows computed here
+    natively), row i of a T-row call is the same for every T > i."""
+    import onnxruntime
+
     from .test_reference_and_onnx import empty_past, run_in_onnxruntime_web
 
-    runtime, _, path = dense
+    runtime, _, path = wide
     session = runtime.session
     config = {"n_layers": session.layers, "n_kv_heads": session.kv_heads, "head_dim": session.head_dim}
+    rng = np.random.default_rng(40)
+    context = rng.integers(3, runtime.vocab_size, (1, 40)).astype(np.int64)
+    native = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    scalars = {"temperature": np.array([0.0], np.float32), "uniform": np.array([1.0], np.float32)}
+    names = [o.name for o in native.get_outputs() if o.name.startswith("present_")]
+    presents = native.run(names, {"input_ids": context, **empty_past(config), **scalars})
+    past = {name.replace("present_", "past_"): value for name, value in zip(names, presents)}
     tokens = [1, 70, 80, 90, 33, 12, 250, 7, 41]
     rows = {}
     for t in range(1, T_MAX + 1):
-        feeds = {"input_ids": np.array([tokens[:t]], np.int64), **empty_past(config)}
+        feeds = {"input_ids": np.array([tokens[:t]], np.int64), **past}
         out = run_in_onnxruntime_web(path, feeds, [{"temperature": 0.0, "uniform": 1.0}], ["all_logits"])[0]
         rows[t] = np.asarray(out["all_logits"], np.float32).reshape(t, -1)
     for t in range(2, T_MAX + 1):
@@ -142,3 +164,25 @@ process.stdout.write(JSON.stringify(out));
         spec = manifest["champion"]["tensors"][name]
         native = dequantize(read_tensor_bytes(synth_package, spec), spec["format"], spec["shape"])
         assert base64.b64decode(web[name]) == native.tobytes(), name
+
+
+def test_prefill_chunks_stay_full_with_one_row_attention():
+    """A 1,700-token prompt: the older graph materialised [rows, keys, head_dim] products per head, so its
+    chunks shrank to 16 rows near 1,792 keys; the shipped form keeps only [rows, keys] scores and prefills
+    64 rows per call (its measured prefill at 1,500 tokens: 10.5 s instead of 29 s natively)."""
+    from pyodide_app.cpu_champion import CpuChampion, attention_bytes_per_row_key
+
+    class Runtime:
+        vocab_size, cached = 10, []
+
+    config = {"n_heads": 9, "head_dim": 64}
+    entry = {"external_weights": {"w": "t"}, "config": config, "attention": "gemv"}
+    older = {"external_weights": {"w": "t"}, "config": config}
+    assert attention_bytes_per_row_key(entry) == 4 * 9 * 3 and attention_bytes_per_row_key(older) == 4 * 9 * 64
+    shipped = Runtime()
+    shipped.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
+    before = Runtime()
+    before.attention_bytes_per_row_key = attention_bytes_per_row_key(older)
+    assert CpuChampion(shipped, 2048).rows_per_call(1700) == 64
+    assert CpuChampion(before, 2048).rows_per_call(1700) == 16
+    assert attention_bytes_per_row_key({"config": config, "attention": "gemv"}) == 0  # not the float32 graph

@@ -1,13 +1,15 @@
 // Exact-weight matmul kernels for the CPU champion, wasm32 + simd128 (no relaxed SIMD: its results may
 // differ between machines). y[t][j] = sum_i w[j][i] * x[t][i] for T rows; every row is computed in the
 // same order whatever T is (batch-invariant by construction). Built freestanding (no libc):
-//   clang --target=wasm32 -O3 -msimd128 -nostdlib -Wl,--no-entry -Wl,--export-all -Wl,--import-memory
+//   python -m ziglang cc --target=wasm32-freestanding -O3 -msimd128 -nostdlib -rdynamic -Wl,--no-entry
+//       -Wl,--import-memory -o matvec.wasm matvec.c          (pip install ziglang)
 // Shapes: w [n][k] (GGUF order, out x in); x [T][k]; y [T][n]; k a multiple of 32.
 #include <wasm_simd128.h>
 #include <stdint.h>
 
 typedef uint8_t u8;
 typedef uint16_t u16;
+#define EXPORT __attribute__((visibility("default")))
 
 static float half_to_float(u16 h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
@@ -25,7 +27,7 @@ static float hsum(v128_t v) {  // fixed order: (l0 + l1) + (l2 + l3)
 }
 
 // Dense float32 weights (what the float32 ONNX graph multiplies): 4 lanes, one accumulator per row.
-void dense_matvec(const float *w, const float *x, float *y, int n, int k, int T) {
+EXPORT void dense_matvec(const float *w, const float *x, float *y, int n, int k, int T) {
     for (int j = 0; j < n; j++) {
         const float *row = w + (long)j * k;
         for (int t = 0; t < T; t++) {
@@ -56,7 +58,7 @@ static inline void q4_1_weights(const u8 *block, v128_t out[8]) {
 }
 
 // Exact weights, unpacked once per block for all T rows (rows in groups of 4 kept in registers).
-void q4_1_matvec(const u8 *w, const float *x, float *y, int n, int k, int T) {
+EXPORT void q4_1_matvec(const u8 *w, const float *x, float *y, int n, int k, int T) {
     int blocks = k / 32;
     for (int j = 0; j < n; j++) {
         const u8 *row = w + (long)j * blocks * 20;
@@ -80,7 +82,7 @@ void q4_1_matvec(const u8 *w, const float *x, float *y, int n, int k, int T) {
 
 // Factored: sum (d q + m) x = d * sum(q x) + m * sum(x) per block (other rounding than the exact
 // weights; xsum[t][b] = sum of x over block b, computed once per input row by the caller).
-void q4_1_matvec_factored(const u8 *w, const float *x, const float *xsum, float *y, int n, int k, int T) {
+EXPORT void q4_1_matvec_factored(const u8 *w, const float *x, const float *xsum, float *y, int n, int k, int T) {
     int blocks = k / 32;
     for (int j = 0; j < n; j++) {
         const u8 *row = w + (long)j * blocks * 20;
