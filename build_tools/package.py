@@ -253,9 +253,7 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
             raise SourceError("a draft was requested but no exporter was given")
         draft_entry = export_draft(draft, folder / DRAFT_FILE)
         draft_entry.update({"kind": draft.kind, "onnx": DRAFT_FILE, "description": draft.description})
-        agreement = (
-            draft.prebuilt.provenance.get("evaluation", {}).get("overall") if draft.prebuilt is not None else None
-        )
+        agreement = draft.prebuilt.agreement if draft.prebuilt is not None else None
         if agreement is not None:  # the auto scheduler's prior for the draft's acceptance
             draft_entry["agreement"] = agreement
         stop = draft.prebuilt.provenance.get("calibration", {}).get("stop_entropy_bits") if draft.prebuilt else None

@@ -27,6 +27,13 @@ class PrebuiltDraft:
     provenance: dict
     identity: dict  # tokenizer, special_tokens, chat_template hashes of the champion it was trained with
 
+    @property
+    def agreement(self) -> float | None:
+        """Its measured greedy agreement with the champion, the auto scheduler's prior: on the independent
+        evaluation set when it was measured there (what users' prompts look like), else on its held-out split."""
+        independent = self.provenance.get("independent_evaluation", {}).get("greedy_agreement")
+        return independent if independent is not None else self.provenance.get("evaluation", {}).get("overall")
+
 
 def is_prebuilt(path: Path) -> bool:
     return path.is_dir() and (path / "draft.json").exists()

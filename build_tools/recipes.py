@@ -122,6 +122,8 @@ def default_package() -> Path:
         provenance = read_prebuilt(DEFAULT_DRAFT).provenance
         if manifest["identity"]["draft_weights"] != provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
+        if manifest["draft"].get("agreement") != read_prebuilt(DEFAULT_DRAFT).agreement:
+            raise ManifestError(str(model), "built with another measured agreement of the draft")
         if manifest["draft"].get("stop_entropy_bits") != provenance.get("calibration", {}).get("stop_entropy_bits"):
             raise ManifestError(str(model), "built before the draft's calibrated stop")
         golden = json.loads((model / manifest["golden"]).read_text()) if manifest.get("golden") else {}
