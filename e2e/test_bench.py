@@ -59,6 +59,7 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
         auto = bench["auto"][setting]
         assert auto["policy_version"] >= 2 and len(auto["costs"]["verify_ms"]) == 9, auto
     assert bench["auto"]["greedy"]["costs"]["row_ms"] == 0
+    assert all(" on " in r["auto_chose"] for r in bench["records"] if r["arm"] == "auto")  # what auto did, per answer
     errors = [r for r in bench["records"] if "error" in r]
     assert not errors, (errors, result.stdout[-3000:])
     greedy = {
