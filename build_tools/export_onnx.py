@@ -105,8 +105,10 @@ class LlamaExporter:
         id_map: np.ndarray | None = None,
         all_rows: bool = False,
         dense: bool = False,
+        attention: str = ATTENTION,
     ):
         self.source, self.config, self.n_layers = source, source.config, n_layers
+        self.attention = attention  # the invariant graph's attention form (ATTENTION)
         self.id_map = id_map
         self.all_rows = all_rows  # also output all_logits [1, T, V'] (the no-WebGPU champion scores every row)
         self.dense = dense  # float32 weights (d*q + m, the GGUF values): plain Gemm, no MatMulNBits
@@ -292,7 +294,7 @@ class LlamaExporter:
                 "Reshape",
                 [g.op("Transpose", [q], perm=[0, 2, 1, 3]), g.const(np.array([1, kv, group, -1, hd], np.int64))],
             )
-            if self.invariant and ATTENTION == "gemv":
+            if self.invariant and self.attention == "gemv":
                 scores, attn_of = self.gemv_scores(qg, k), self.gemv_mix
             elif self.invariant:
                 scores, attn_of = self.invariant_scores(qg, k), self.invariant_mix
@@ -480,12 +482,13 @@ def export_llama(
     all_rows: bool = False,
     dense: bool = False,
     weightless: bool = False,
+    attention: str = ATTENTION,
 ) -> dict:
     """Write the ONNX file; returns the manifest entry (config, io names, vocabulary; with weightless, the
     external weights: initializer -> GGUF tensor)."""
     if not 1 <= n_layers <= source.config.n_layers:
         raise SourceError(f"{source.origin}: draft needs 1..{source.config.n_layers} layers, got {n_layers}")
-    exporter = LlamaExporter(source, n_layers, id_map, all_rows, dense)
+    exporter = LlamaExporter(source, n_layers, id_map, all_rows, dense, attention)
     model = exporter.build()
     if weightless:
         model = without_weights(model, exporter.dense_weights)
@@ -498,6 +501,6 @@ def export_llama(
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
         "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"]
         + (["all_logits"] if all_rows else []),
-        **({"attention": ATTENTION} if exporter.invariant else {}),
+        **({"attention": exporter.attention} if exporter.invariant else {}),
         **({"external_weights": dict(sorted(exporter.dense_weights.items()))} if weightless else {}),
     }

@@ -119,10 +119,11 @@ def default_package() -> Path:
             raise ManifestError(str(model), "built without champion.onnx or champion_cpu.onnx")
         if manifest["cpu_champion"].get("attention") != ATTENTION:
             raise ManifestError(str(model), "built with another attention form in champion_cpu.onnx")
-        provenance = read_prebuilt(DEFAULT_DRAFT).provenance
+        draft = read_prebuilt(DEFAULT_DRAFT)
+        provenance = draft.provenance
         if manifest["identity"]["draft_weights"] != provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
-        if manifest["draft"].get("agreement") != read_prebuilt(DEFAULT_DRAFT).agreement:
+        if manifest["draft"].get("agreement") != draft.agreement:
             raise ManifestError(str(model), "built with another measured agreement of the draft")
         if manifest["draft"].get("stop_entropy_bits") != provenance.get("calibration", {}).get("stop_entropy_bits"):
             raise ManifestError(str(model), "built before the draft's calibrated stop")

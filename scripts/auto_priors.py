@@ -32,8 +32,7 @@ from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import SamplingSettings, process_row  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
-from pyodide_app.waits import finish  # noqa: E402
-from scripts.draft_calibration import draft_rows  # noqa: E402
+from scripts.draft_calibration import answer_rows, draft_rows  # noqa: E402
 
 SETTINGS = {"greedy": SamplingSettings(temperature=0.0), "sampled": SamplingSettings(temperature=0.7, top_p=0.9)}
 POSITIONS = 4
@@ -99,7 +98,7 @@ def main() -> None:
             tokens = answer(engine, item["prompt"], args.tokens, setting)
             if not tokens:
                 continue
-            rows = finish(engine.champion.score(ids[:-1], [ids[-1]] + tokens[:-1]))  # row t: before tokens[t]
+            rows = answer_rows(engine, ids, tokens)
             lookup_points(ids, tokens, rows, setting, lookup[setting])
             neural_points(engine, ids, tokens, rows, setting, neural)
         print(f"{i + 1}/{len(prompts)} {item['id']}", flush=True)

@@ -34,14 +34,14 @@ SAMPLED = SamplingSettings(temperature=0.7, top_p=0.9)
 BINS = [0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, math.inf]  # entropy bin edges, bits
 
 
-def greedy_answer(engine, prompt: str, tokens: int) -> list[int]:
-    request = {
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": tokens,
-        "temperature": 0,
-        "speculative": {"proposer": "none"},
-    }
+def greedy_answer(engine, messages: list[dict], tokens: int) -> list[int]:
+    request = {"messages": messages, "max_tokens": tokens, "temperature": 0, "speculative": {"proposer": "none"}}
     return list(engine.chat(request))[-1]["tokens"]
+
+
+def answer_rows(engine, ids: list[int], answer: list[int]) -> list:
+    """The champion's raw logits row before each answer token, teacher-forced after the prompt `ids`."""
+    return finish(engine.champion.score(ids[:-1], [ids[-1]] + answer[:-1]))
 
 
 def draft_rows(draft, vocab: int, prompt_ids: list[int], answer: list[int], temperature: float) -> list:
@@ -57,11 +57,12 @@ def draft_rows(draft, vocab: int, prompt_ids: list[int], answer: list[int], temp
 
 
 def positions(engine, prompt: str, tokens: int) -> list[dict]:
-    ids = engine.encode_prompt([{"role": "user", "content": prompt}])
-    answer = greedy_answer(engine, prompt, tokens)
+    messages = [{"role": "user", "content": prompt}]
+    ids = engine.encode_prompt(messages)
+    answer = greedy_answer(engine, messages, tokens)
     if not answer:
         return []
-    logits = finish(engine.champion.score(ids[:-1], [ids[-1]] + answer[:-1]))  # row t: before answer[t]
+    logits = answer_rows(engine, ids, answer)
     vocab = engine.champion.vocab_size
     greedy = draft_rows(engine.draft_runtime, vocab, ids, answer, 0.0)
     sampled = draft_rows(engine.draft_runtime, vocab, ids, answer, SAMPLED.temperature)

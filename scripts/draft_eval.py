@@ -29,15 +29,9 @@ sys.path.insert(0, str(ROOT))
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import process_row  # noqa: E402
-from pyodide_app.waits import finish  # noqa: E402
-from scripts.draft_calibration import SAMPLED, draft_rows  # noqa: E402
+from scripts.draft_calibration import SAMPLED, answer_rows, draft_rows, greedy_answer  # noqa: E402
 
 EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
-
-
-def greedy_answer(engine, messages: list[dict], tokens: int) -> list[int]:
-    request = {"messages": messages, "max_tokens": tokens, "temperature": 0, "speculative": {"proposer": "none"}}
-    return list(engine.chat(request))[-1]["tokens"]
 
 
 def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, float]]:
@@ -46,7 +40,7 @@ def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, 
     answer = greedy_answer(engine, messages, tokens)
     if not answer:
         return []
-    logits = finish(engine.champion.score(ids[:-1], [ids[-1]] + answer[:-1]))  # row t: before answer[t]
+    logits = answer_rows(engine, ids, answer)
     vocab = engine.champion.vocab_size
     greedy = draft_rows(engine.draft_runtime, vocab, ids, answer, 0.0)
     sampled = draft_rows(engine.draft_runtime, vocab, ids, answer, SAMPLED.temperature)
