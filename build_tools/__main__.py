@@ -119,6 +119,9 @@ def command_distill(args) -> None:
         args.max_tokens,
         args.max_answers,
         args.eval_per_task,
+        prompts=args.prompts,
+        warm_from=args.warm_start,
+        lr=args.lr,
     )
     print(
         f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
@@ -239,6 +242,18 @@ def parser() -> argparse.ArgumentParser:
     distill.add_argument("--max-tokens", type=int, default=128, help="answer length cap")
     distill.add_argument("--max-answers", type=int, help="stop after this many training prompts (tests)")
     distill.add_argument("--eval-per-task", type=int, default=6)
+    distill.add_argument(
+        "--prompts",
+        choices=("templates", "mixed"),
+        default="templates",
+        help="templates: distill_prompts' stream; mixed: prompts found on a build machine (frozen) + templates",
+    )
+    distill.add_argument(
+        "--warm-start",
+        type=Path,
+        help="continue training this prebuilt draft folder (same shape) instead of from scratch",
+    )
+    distill.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay to 0)")
     distill.set_defaults(run=command_distill)
 
     sampler = commands.add_parser("draft-sampler", help="rebuild a prebuilt draft's sampler in place (same weights)")

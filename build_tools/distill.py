@@ -19,18 +19,29 @@ from pathlib import Path
 import numpy as np
 
 from .distill_data import generate
+from .distill_found import mixed_prompts
 from .distill_prompts import evaluation_prompts, prompts_hash, training_prompts
 from .distill_train import (
     DraftShape,
     agreement,
     build_model,
     choose_vocabulary,
+    coverage,
     load_answers,
     macs_per_token,
     projected_embedding,
     to_source,
     train,
+    warm_start,
 )
+
+PROMPT_STREAMS = {  # --prompts: name -> (seed -> endless prompt items, what provenance says generated them)
+    "templates": (training_prompts, "build_tools/distill_prompts.py training_prompts"),
+    "mixed": (
+        mixed_prompts,
+        "build_tools/distill_found.py mixed_prompts (distill_found_prompts.jsonl.gz, 2 found : 1 template)",
+    ),
+}
 
 SHAPES = {
     "small": DraftShape(),
@@ -70,7 +81,7 @@ def prompt_encoder(package: Path, manifest: dict):
 
     tokenizer = Tokenizer.from_json((package / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((package / manifest["chat_template"]).read_text())
-    return lambda text: tokenizer.encode(template.render([{"role": "user", "content": text}]))
+    return lambda messages: tokenizer.encode(template.render(messages))
 
 
 def run_distill(
@@ -83,8 +94,13 @@ def run_distill(
     max_tokens: int = 128,
     max_answers: int | None = None,
     eval_per_task: int = 6,
+    prompts: str = "templates",
+    warm_from: Path | None = None,
+    lr: float = 2e-3,
     log=print,
 ) -> dict:
+    """Answer prompts of the `prompts` stream with the champion, train a draft of `shape_name` on every answer
+    in out/data (from scratch, or continuing from the prebuilt draft in `warm_from`), export and measure it."""
     import torch
 
     from .export_onnx import export_llama
@@ -95,7 +111,8 @@ def run_distill(
     package = champion_package(Path(spec), out / "champion", log)
     source, manifest = champion_source(package)
     encode = prompt_encoder(package, manifest)
-    stream = training_prompts(seed) if max_answers is None else itertools.islice(training_prompts(seed), max_answers)
+    stream_of, generator = PROMPT_STREAMS[prompts]
+    stream = stream_of(seed) if max_answers is None else itertools.islice(stream_of(seed), max_answers)
     gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, log=log)
     log(f"[distill] data: +{gen['answers']} answers (+{gen['tokens']} tokens) this run, {gen['total_answers']} in all")
     held_out = evaluation_prompts(eval_per_task)
@@ -114,13 +131,17 @@ def run_distill(
     answers = load_answers(out / "data")
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
-    vocab, coverage = choose_vocabulary(answers, shape.output_vocab, eos)
+    vocab, covered = choose_vocabulary(answers, shape.output_vocab, eos)
     embedding = projected_embedding(
         dequantize(source.tensors["token_embd.weight"]).reshape(source.config.vocab_size, -1), shape.d_model
     )
     torch.manual_seed(seed)
     model = build_model(shape, embedding, embedding[vocab], source.config.rope_theta, source.config.rms_eps)
-    fit = train(model, answers, vocab, train_minutes, seed, log=log)
+    if warm_from is not None:
+        vocab = warm_start(model, Path(warm_from) / "draft.onnx")
+        covered = coverage(answers, vocab)
+        log(f"[distill] continuing from {warm_from} (its output vocabulary covers {covered:.3f} of the answers)")
+    fit = train(model, answers, vocab, train_minutes, seed, lr=lr, log=log)
     model.eval()
     draft_source = to_source(model, shape, vocab, source)  # snaps the weights to their exported Q8_0 values
     scores = agreement(model, eval_answers, vocab)
@@ -141,7 +162,8 @@ def run_distill(
     draft_macs = macs_per_token(entry["config"], len(vocab))
     provenance = {
         "champion_identity": manifest["identity"],
-        "training_prompts": {"generator": "build_tools/distill_prompts.py training_prompts", "seed": seed},
+        "training_prompts": {"generator": generator, "seed": seed},
+        "warm_start": warm_start_record(warm_from),
         "evaluation_prompts_sha256": prompts_hash(held_out),
         "data": {
             "answers": len(answers),
@@ -150,9 +172,9 @@ def run_distill(
             "this_run": gen,
         },
         "shape": shape.__dict__,
-        "output_vocab_coverage": coverage,
+        "output_vocab_coverage": covered,
         "seed": seed,
-        "training": fit,
+        "training": {**fit, "lr": lr},
         "evaluation": scores,
         "macs_per_token": {"draft": draft_macs, "champion": champion_macs, "ratio": draft_macs / champion_macs},
         "onnx_vs_torch_max_abs_logit_diff": gap,
@@ -165,9 +187,17 @@ def run_distill(
         f"[distill] agreement {scores['overall']:.3f} on {scores['tokens']} held-out tokens; "
         f"cost {100 * draft_macs / champion_macs:.1f}% of the champion's MACs, {wall['draft']:.2f} vs "
         f"{wall['champion']:.2f} ms "
-        f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {coverage:.3f}"
+        f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {covered:.3f}"
     )
     return provenance
+
+
+def warm_start_record(folder: Path | None) -> dict | None:
+    """What a continued draft started from: the earlier draft's file hash, data and training."""
+    if folder is None:
+        return None
+    earlier = json.loads((Path(folder) / "provenance.json").read_text())
+    return {key: earlier.get(key) for key in ("draft_onnx_sha256", "training_prompts", "data", "training")}
 
 
 def onnx_ms_per_token(path: Path, entry: dict, prompt: list[int], steps: int = 32) -> float:

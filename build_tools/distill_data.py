@@ -136,21 +136,26 @@ def write_shard(folder: Path, number: int, answers: list[dict]) -> None:
         index.write("\n".join(lines) + "\n")
 
 
+def messages_of(item: dict) -> list[dict]:
+    """A prompt item's chat: its `messages` (multi-turn, system prompts) or its one user `prompt`."""
+    return item.get("messages") or [{"role": "user", "content": item["prompt"]}]
+
+
 def pending_jobs(
-    prompts: Iterable[dict], skip: set[str], encode: Callable[[str], list[int]], seed: int, sampled_every: int
+    prompts: Iterable[dict], skip: set[str], encode: Callable[[list[dict]], list[int]], seed: int, sampled_every: int
 ) -> Iterator[Job]:
     """Jobs for the prompts not yet answered; every `sampled_every`-th prompt of the stream is sampled."""
     for position, item in enumerate(prompts):
         if item["id"] not in skip:
             mode = "sampled" if position % sampled_every == sampled_every - 1 else "greedy"
-            yield Job(item, mode, encode(item["prompt"]), np.random.default_rng([seed, position]))
+            yield Job(item, mode, encode(messages_of(item)), np.random.default_rng([seed, position]))
 
 
 def generate(
     package: Path,
     folder: Path,
     prompts: Iterable[dict],
-    encode: Callable[[str], list[int]],
+    encode: Callable[[list[dict]], list[int]],
     minutes: float,
     max_tokens: int = 128,
     seed: int = 0,

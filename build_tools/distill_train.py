@@ -80,9 +80,14 @@ def choose_vocabulary(answers: list[Answer], size: int, always: list[int]) -> tu
         if len(chosen) >= size:
             break
         chosen.add(token)
-    total = sum(counts.values())
-    coverage = sum(n for t, n in counts.items() if t in chosen) / total if total else 0.0
-    return np.asarray(sorted(chosen), np.int64), coverage
+    vocab = np.asarray(sorted(chosen), np.int64)
+    return vocab, coverage(answers, vocab)
+
+
+def coverage(answers: list[Answer], vocab: np.ndarray) -> float:
+    """Share of the answers' tokens that the output vocabulary can emit."""
+    tokens = np.concatenate([a.sequence[a.prompt_len :] for a in answers]) if answers else np.zeros(0, np.int64)
+    return float(np.isin(tokens, vocab).mean()) if len(tokens) else 0.0
 
 
 # -- the model ------------------------------------------------------------------------------------
@@ -101,6 +106,40 @@ def projected_embedding(champion_embedding: np.ndarray, d_model: int) -> np.ndar
     values, vectors = np.linalg.eigh(gram)
     projection = vectors[:, np.argsort(values)[::-1][:d_model]]
     return (champion_embedding @ projection).astype(np.float32)
+
+
+def q8_codes_to_float(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """An exported Q8_0 table (codes uint8 [N, nb, 32] holding q + 128, scales [N*nb]) -> float32 [N, nb*32]."""
+    n, nb, block = codes.shape
+    values = (codes.astype(np.float32) - 128) * scales.reshape(n, nb, 1)
+    return values.reshape(n, nb * block)
+
+
+def warm_start(model, draft_onnx: Path) -> np.ndarray:
+    """Load a prebuilt draft's exported weights (its draft.onnx, same shape) into `model`; -> its id_map (the
+    output vocabulary the head's rows belong to). Continuing from the shipped draft keeps what it learnt from
+    the data earlier sessions generated (not kept: outside git)."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(draft_onnx)).graph
+    weights = {i.name.rsplit("_", 1)[0]: np.array(numpy_helper.to_array(i)) for i in graph.initializer}
+    norms = [np.array(numpy_helper.to_array(i)) for i in graph.initializer if i.name.startswith("norm_")]  # graph order
+
+    def table(prefix: str) -> torch.Tensor:
+        return torch.from_numpy(q8_codes_to_float(weights[prefix + "_q"], weights[prefix + "_s"]))
+
+    with torch.no_grad():
+        model.embed.weight.copy_(table("embd"))
+        for i, block in enumerate(model.blocks):
+            for part in ("q", "k", "v", "o", "gate", "up", "down"):
+                getattr(block, part).weight.copy_(table(f"l{i}_{part}"))
+            block.attn_norm.weight.copy_(torch.from_numpy(norms[2 * i]))
+            block.ffn_norm.weight.copy_(torch.from_numpy(norms[2 * i + 1]))
+        model.norm.weight.copy_(torch.from_numpy(norms[-1]))
+        model.head.weight.copy_(table("head"))
+    return weights["id_map"].astype(np.int64)
 
 
 # -- training -------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ import torch
 
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
+from build_tools.distill_found import FOUND_PER_TEMPLATE, found_prompts, mixed_prompts
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
-from build_tools.distill_train import tokens_per_call
+from build_tools.distill_train import DraftShape, build_model, tokens_per_call, warm_start
 from build_tools.prebuilt_draft import read_prebuilt
 from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.synth import synth_models
@@ -34,6 +35,38 @@ def test_evaluation_prompts_are_fixed_and_never_trained_on():
     training = {p["prompt"] for p in itertools.islice(training_prompts(0), 5000)}
     assert not training & {p["prompt"] for p in held_out}
     assert {p["task"] for p in held_out} == {p["task"] for p in itertools.islice(training_prompts(0), 20)}
+
+
+def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_order():
+    first = list(itertools.islice(mixed_prompts(0), 3000))
+    assert first == list(itertools.islice(mixed_prompts(0), 3000))  # a later run resumes where one stopped
+    assert len({p["id"] for p in first}) == len(first)
+    kinds = ["found" if p["id"].startswith("found-") else "template" for p in first]
+    assert kinds[: FOUND_PER_TEMPLATE + 1] == ["found"] * FOUND_PER_TEMPLATE + ["template"]
+    assert kinds.count("found") == 2000 and kinds.count("template") == 1000
+    found = found_prompts()
+    assert {p["task"] for p in found} >= {"everyday", "code", "foreign", "long", "system"}
+    assert any("messages" in p for p in found) and all(("messages" in p) != ("prompt" in p) for p in found)
+
+
+def test_warm_start_loads_the_shipped_drafts_weights():
+    """The shipped draft.onnx's weights, read back into the PyTorch model, compute its recorded logits: what
+    `distill --warm-start` continues from is that draft. Fails if a norm or projection lands in the wrong
+    place (checked: swapping the two norms of a block gives 8.7)."""
+    shape, entry = DraftShape(), read_prebuilt(DEFAULT_DRAFT).entry
+    c = entry["config"]
+    blank = np.zeros((c["vocab_size"], shape.d_model), np.float32)
+    model = build_model(shape, blank, blank[: shape.output_vocab], c["rope_theta"], c["rms_eps"])
+    vocab = warm_start(model, DEFAULT_DRAFT / "draft.onnx")
+    assert vocab.tolist() == entry["id_map"]
+    with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
+        sequences, lengths, expected = data["sequences"], data["lengths"], data["logits"]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    with torch.no_grad():
+        got = [
+            model(torch.from_numpy(sequences[s : s + n].astype(np.int64))[None])[0, -1] for s, n in zip(starts, lengths)
+        ]
+    assert np.abs(torch.stack(got).numpy() - expected).max() < 1e-4
 
 
 def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
@@ -106,6 +139,27 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
         "draft.onnx",
         "sha256",
     )
+
+
+def test_distill_continues_a_draft_on_the_mixed_stream(synth_package, tmp_path):
+    """`--warm-start` trains on from an earlier draft (its weights and output vocabulary), `--prompts mixed`
+    answers found prompts (multi-message ones too) and templates, and the provenance says both."""
+    common = ["distill", "--champion", str(synth_package), "--minutes", "0.03", "--shape", "tiny"]
+    common += ["--max-tokens", "12", "--eval-per-task", "1", "--max-answers", "24"]
+    first = run_build_tools(*common, "--out", str(tmp_path / "first"))
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = run_build_tools(
+        *common, "--out", str(tmp_path / "second"), "--prompts", "mixed", "--warm-start", str(tmp_path / "first")
+    )
+    assert second.returncode == 0, second.stderr[-2000:]
+    ids = [json.loads(line)["id"] for line in (tmp_path / "second" / "data" / "index.jsonl").read_text().splitlines()]
+    assert sum(i.startswith("found-") for i in ids) == 16 and len(ids) == 24
+    earlier = json.loads((tmp_path / "first" / "provenance.json").read_text())
+    provenance = json.loads((tmp_path / "second" / "provenance.json").read_text())
+    assert provenance["warm_start"]["draft_onnx_sha256"] == earlier["draft_onnx_sha256"]
+    assert "mixed_prompts" in provenance["training_prompts"]["generator"]
+    entries = [json.loads((tmp_path / name / "draft.json").read_text()) for name in ("first", "second")]
+    assert entries[0]["id_map"] == entries[1]["id_map"]  # the earlier draft's output vocabulary, not a new one
 
 
 def synth_source(tmp_path):

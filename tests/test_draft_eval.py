@@ -8,6 +8,8 @@ import itertools
 import json
 import re
 
+from build_tools.distill_data import messages_of
+from build_tools.distill_found import found_prompts
 from build_tools.distill_prompts import training_prompts
 
 from .conftest import ROOT
@@ -49,8 +51,19 @@ def test_it_shares_no_text_with_the_training_stream():
     eval_shingles = set().union(*(shingles(t) for t in texts()))
     for prompt in itertools.islice(training_prompts(0), TRAINING_PROMPTS_CHECKED):
         assert not (shingles(prompt["prompt"]) & eval_shingles), prompt["prompt"]
-    for source in (ROOT / "build_tools").glob("distill*.py"):
+    for source in [*(ROOT / "build_tools").glob("distill*.py"), ROOT / "scripts" / "found_prompts.py"]:
         assert EVAL_SET.name not in source.read_text(), source
+
+
+def test_it_shares_no_text_with_the_found_prompts():
+    """Nor with any of the 12,000 prompts found on a build machine (build_tools/distill_found_prompts.jsonl.gz,
+    the `mixed` stream's other half). Fails if, e.g., an eval message is pasted into the found set."""
+    eval_shingles = set().union(*(shingles(t) for t in texts()))
+    found = found_prompts()
+    assert len(found) == 12_000
+    for item in found:
+        text = "\n".join(m["content"] for m in messages_of(item))
+        assert not (shingles(text) & eval_shingles), item["id"]
 
 
 def test_the_shipped_drafts_measurement_is_of_this_exact_file():
