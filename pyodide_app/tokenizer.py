@@ -186,7 +186,9 @@ class Tokenizer:
         cached = self._cache.get(piece)
         if cached is None:
             symbols = self._bpe("".join(BYTE_TO_CHAR[b] for b in piece.encode("utf-8")))
-            cached = tuple(self.ids[s] for s in symbols)
+            # A byte the vocabulary has no symbol for (SmolLM2 lacks 21: control bytes such as 0x04, and
+            # lead bytes of code points >= U+40000) is dropped, as Hugging Face's BPE without an unk token does.
+            cached = tuple(self.ids[s] for s in symbols if s in self.ids)
             if len(self._cache) < 100_000:
                 self._cache[piece] = cached
         return cached

@@ -1,9 +1,11 @@
 """The auto scheduler's priors, measured: how often a first draft is accepted, per source and setting.
 
 Teacher-forced on the champion's own answers (greedy, and sampled at the bench's settings: temperature
-0.7, top-p 0.9) to the draft's held-out evaluation prompts (build_tools/distill_prompts.py; not the bench
-workload, so the bench stays an independent check), natively (the float32 CPU champion, the draft on
-onnxruntime). At each answer position t, with the champion's row p (after the answer so far):
+0.7, top-p 0.9) to the draft's held-out evaluation prompts (build_tools/distill_prompts.py) and to long
+inputs from the found prompt set (build_tools/distill_found.py: documentation to summarise or explain,
+300-900 prompt tokens) — not the bench workload, so the bench stays an independent check — natively (the
+float32 CPU champion, the draft on onnxruntime). At each answer position t, with the champion's row p
+(after the answer so far):
 
   prompt lookup, match length n, continuation c_1..   greedy: 1 if c_j is the champion's greedy token;
                                                       sampled: p(c_j), the probability it is accepted;
@@ -12,7 +14,7 @@ onnxruntime). At each answer position t, with the champion's row p (after the an
   neural draft (only positions its entropy stop       greedy: 1 if its temperature-0 token is the champion's;
   lets through: H(q) at T = 1 <= stop bits)           sampled: sum_x min(p(x), q(x)).
 
-    .venv/bin/python scripts/auto_priors.py [--tokens 48] [--per-task 3]
+    .venv/bin/python scripts/auto_priors.py [--tokens 48] [--per-task 3] [--long 12]
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from build_tools.distill_found import found_prompts  # noqa: E402
 from build_tools.distill_prompts import evaluation_prompts  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import SamplingSettings, process_row  # noqa: E402
+from pyodide_app.proposers.auto import LOOKUP_PRIOR  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
 from scripts.draft_calibration import answer_rows, draft_rows  # noqa: E402
 
@@ -51,7 +55,7 @@ def accept(row: list[float], token: int, setting: str, history: list[int]) -> fl
 
 def lookup_points(ids, tokens, rows, setting, out) -> None:
     """out[(n, j)] += acceptance of draft position j of the lookup match at each answer position."""
-    lookup = PromptLookup(n_max=3, n_min=1)
+    lookup = PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1)
     for t in range(len(tokens)):
         context = ids + tokens[:t]
         match = lookup.match(context, POSITIONS)
@@ -87,11 +91,15 @@ def main() -> None:
     parser.add_argument("--model", type=Path)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--per-task", type=int, default=3)
+    parser.add_argument("--long", type=int, default=12, help="long found prompts (half 'long', half 'text')")
     args = parser.parse_args()
     engine = load_engine(args.model or default_package(), backend="cpu")
     lookup = {s: defaultdict(list) for s in SETTINGS}
     neural: dict[str, list[float]] = defaultdict(list)
-    prompts = evaluation_prompts(args.per_task)
+    found = found_prompts()
+    longs = [f for f in found if f["task"] == "long"][: args.long // 2]
+    longs += [f for f in found if f["task"] == "text"][: args.long - len(longs)]
+    prompts = evaluation_prompts(args.per_task) + longs
     for i, item in enumerate(prompts):
         ids = engine.encode_prompt([{"role": "user", "content": item["prompt"]}])
         for setting in SETTINGS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from pyodide_app.acceptance import PointMass
@@ -37,6 +39,27 @@ def test_prompt_lookup_without_a_match_proposes_nothing():
     assert propose([1, 2, 3, 4], 4).tokens == ()
     assert propose([7], 4).tokens == ()
     assert propose([1, 2, 3, 4, 2], 4, n_max=3, n_min=2).tokens == ()
+
+
+def reference_match(context, k, n_max, n_min):
+    """The definition, n by n: the largest start j < len - n with context[j:j+n] == context[-n:]."""
+    for n in range(min(n_max, len(context) - 1), n_min - 1, -1):
+        starts = [j for j in range(len(context) - n) if context[j : j + n] == context[-n:]]
+        if starts:
+            return n, tuple(context[starts[-1] + n : starts[-1] + n + k])
+    return None
+
+
+def test_the_one_pass_match_is_the_definition():
+    """On 3,000 random contexts over small alphabets (many repeats, overlapping matches): the same n and
+    continuation as the n-by-n definition. Fails if, e.g., the pass keeps the earliest of the longest
+    matches, or lets an occurrence end at the last token (checked both)."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        context = [rng.randrange(rng.choice([2, 3, 6])) for _ in range(rng.randrange(0, 40))]
+        n_max, k = rng.randint(1, 7), rng.randint(1, 6)
+        n_min = rng.randint(1, n_max)
+        assert PromptLookup(n_max, n_min).match(context, k) == reference_match(context, k, n_max, n_min), context
 
 
 def test_prompt_lookup_rejects_bad_n():

@@ -9,7 +9,7 @@ from tokenizers import AddedToken, decoders, models, pre_tokenizers
 from tokenizers import Tokenizer as HFTokenizer
 
 from build_tools.gguf_source import GGUFFile, default_champion_path, tokenizer_data
-from pyodide_app.tokenizer import StreamDecoder, Tokenizer, gpt2_split
+from pyodide_app.tokenizer import BYTE_TO_CHAR, StreamDecoder, Tokenizer, gpt2_split
 
 from .tokenizer_corpus import corpus
 
@@ -51,6 +51,17 @@ def test_token_ids_match_hugging_face_on_the_corpus(ours, reference):
         (t, reference.encode(t).ids, ours.encode(t)) for t in corpus() if reference.encode(t).ids != ours.encode(t)
     ]
     assert not mismatches, mismatches[:3]
+
+
+def test_bytes_without_a_symbol_are_dropped_like_hugging_face_does(ours, reference):
+    """SmolLM2's vocabulary has no symbol for 21 bytes (control bytes 0x04, 0x06, 0x13, 0x14, 0x16, 0x1d; lead
+    bytes of code points >= U+40000). Text holding them (found in real documents: a prompt built from a
+    gettext catalog had U+0004) encodes as the reference does, dropping them, instead of raising KeyError."""
+    missing = [b for b in range(32) if BYTE_TO_CHAR[b] not in ours.ids]
+    assert missing == [4, 6, 19, 20, 22, 29]
+    texts = ["a\x04b", "\x04", "x\x06 y\x13\x14z", "end\x16\x1d.", "rare \U00040000 plane", "<|im_start|>\x04"]
+    for text in texts:
+        assert ours.encode(text) == reference.encode(text).ids, text
 
 
 def test_decode_inverts_encode(ours):

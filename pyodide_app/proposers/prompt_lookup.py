@@ -2,8 +2,8 @@
 
 For n from n_max down to n_min, find the largest start j < len(context) - n
 with context[j:j+n] == context[-n:], and propose context[j+n : j+n+k]. The
-first n that matches wins; no match means no proposal (a plain champion
-step). Each proposed token is a point mass q = delta(token), so its
+first n that matches wins (`match` finds it in one backward pass); no match
+means no proposal (a plain champion step). Each proposed token is a point mass q = delta(token), so its
 acceptance probability is p(token) and the residual is p without it.
 """
 
@@ -32,13 +32,26 @@ class PromptLookup:
         return EMPTY_PROPOSAL if match is None else point_masses(match[1])
 
     def match(self, context: Sequence[int], k: int) -> tuple[int, tuple[int, ...]] | None:
-        """(n, up to k continuation tokens) of the longest matching n-gram, or None."""
+        """(n, up to k continuation tokens) of the longest matching n-gram (n <= n_max; the latest of those),
+        or None. One backward pass over the context: each earlier occurrence of the last token is extended
+        backwards while it keeps matching the context's tail."""
         context = list(context)
-        for n in range(min(self.n_max, len(context) - 1), self.n_min - 1, -1):
-            start = find_latest_earlier(context, context[-n:])
-            if start is not None:
-                return n, tuple(context[start + n : start + n + k])
-        return None
+        last = len(context) - 1
+        cap = min(self.n_max, last)
+        best_n, best_end = 0, -1
+        for end in range(last - 1, -1, -1):  # end: the last token of an earlier occurrence (a continuation exists)
+            if context[end] != context[last]:
+                continue
+            n = 1
+            while n < cap and end >= n and context[end - n] == context[last - n]:
+                n += 1
+            if n > best_n:
+                best_n, best_end = n, end
+                if n == cap:
+                    break
+        if best_n < self.n_min:
+            return None
+        return best_n, tuple(context[best_end + 1 : best_end + 1 + k])
 
     def reset(self) -> None:
         pass
@@ -47,13 +60,3 @@ class PromptLookup:
 def point_masses(tokens: Sequence[int]) -> Proposal:
     """Copied tokens as a proposal: each a point mass q = delta(token)."""
     return Proposal(tuple(tokens), tuple(PointMass(t) for t in tokens))
-
-
-def find_latest_earlier(context: list[int], pattern: list[int]) -> int | None:
-    """Largest j with context[j:j+n] == pattern and j + n < len(context) (a continuation exists)."""
-    n = len(pattern)
-    first = pattern[0]
-    for start in range(len(context) - n - 1, -1, -1):
-        if context[start] == first and context[start : start + n] == pattern:
-            return start
-    return None
