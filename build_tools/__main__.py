@@ -122,6 +122,7 @@ def command_distill(args) -> None:
         prompts=args.prompts,
         warm_from=args.warm_start,
         lr=args.lr,
+        replay_from=args.replay,
     )
     print(
         f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
@@ -254,6 +255,9 @@ def parser() -> argparse.ArgumentParser:
         help="continue training this prebuilt draft folder (same shape) instead of from scratch",
     )
     distill.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay to 0)")
+    distill.add_argument(
+        "--replay", type=Path, help="an answers.npz (token ids) to rebuild into DIR/data first (teacher-forced targets)"
+    )
     distill.set_defaults(run=command_distill)
 
     sampler = commands.add_parser("draft-sampler", help="rebuild a prebuilt draft's sampler in place (same weights)")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .distill_data import generate
+from .distill_data import generate, replay
 from .distill_found import mixed_prompts
 from .distill_prompts import evaluation_prompts, prompts_hash, training_prompts
 from .distill_train import (
@@ -97,10 +97,13 @@ def run_distill(
     prompts: str = "templates",
     warm_from: Path | None = None,
     lr: float = 2e-3,
+    replay_from: Path | None = None,
     log=print,
 ) -> dict:
     """Answer prompts of the `prompts` stream with the champion, train a draft of `shape_name` on every answer
-    in out/data (from scratch, or continuing from the prebuilt draft in `warm_from`), export and measure it."""
+    in out/data (from scratch, or continuing from the prebuilt draft in `warm_from`), export and measure it.
+    `replay_from`: an export_tokens archive (e.g. a shipped draft's answers.npz) whose answers are rebuilt into
+    out/data first, so a fresh machine starts from the data an earlier session generated."""
     import torch
 
     from .export_onnx import export_llama
@@ -111,6 +114,8 @@ def run_distill(
     package = champion_package(Path(spec), out / "champion", log)
     source, manifest = champion_source(package)
     encode = prompt_encoder(package, manifest)
+    if replay_from is not None:
+        replay(package, Path(replay_from), out / "data", log=log)
     stream_of, generator = PROMPT_STREAMS[prompts]
     stream = stream_of(seed) if max_answers is None else itertools.islice(stream_of(seed), max_answers)
     gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, log=log)

@@ -42,8 +42,9 @@ class BatchedChampion:
         self.lengths[slot] = 0
 
     @torch.no_grad()
-    def feed(self, slots: list[int], tokens: torch.Tensor) -> torch.Tensor:
-        """tokens long [b, T] appended to `slots` -> float32 logits [b, V] of each slot's last new token."""
+    def feed(self, slots: list[int], tokens: torch.Tensor, first_row: int | None = None) -> torch.Tensor:
+        """tokens long [b, T] appended to `slots` -> float32 logits [b, V] of each slot's last new token, or
+        with first_row, [b, T - first_row, V] of new tokens first_row..T-1 (teacher forcing)."""
         c = self.config
         b, T = tokens.shape
         index = torch.tensor(slots, dtype=torch.long)
@@ -72,4 +73,5 @@ class BatchedChampion:
             h = rms_norm(x, w["ffn_norm"], c.rms_eps)
             x = x + (torch.nn.functional.silu(h @ w["ffn_gate"].T) * (h @ w["ffn_up"].T)) @ w["ffn_down"].T
         self.lengths[index] += T
-        return rms_norm(x[:, -1], self.final_norm, c.rms_eps) @ self.head.T
+        rows = x[:, -1] if first_row is None else x[:, first_row:]
+        return rms_norm(rows, self.final_norm, c.rms_eps) @ self.head.T

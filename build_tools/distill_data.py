@@ -5,6 +5,10 @@ champion.onnx by the tests) over SLOTS sequences at once: continuous batching â€
 slot takes the next prompt at once. Per answer position we keep the token and the champion's top-K
 logits (the distillation target).
 
+An answers folder can be kept as token ids alone (`export_tokens`: prompts and answers, ~2 bytes per token,
+small enough for git) and rebuilt on another machine by `replay`, which teacher-forces the champion over
+each stored sequence to recompute the top-K targets (no sampling: the answers are the stored ones).
+
 Layout of DIR (grows across runs; nothing is rewritten):
     index.jsonl          one line per answer: id, task, mode, shard, row range, prompt/answer lengths
     shard-NNNNN.npz      sequences (prompt + answer token ids), top_ids / top_logits per answer position
@@ -214,3 +218,58 @@ def generate(
         write_shard(folder, shard, done)
     elapsed = time.monotonic() - started
     return {"answers": answers, "tokens": tokens, "seconds": elapsed, "total_answers": len(done_ids(folder))}
+
+
+def export_tokens(folder: Path, archive: Path) -> int:
+    """The answers in `folder` as token ids only -> archive (npz: tokens uint16 [all sequences], lengths and
+    prompt_lens int32 [answers], meta: JSON lines {id, task, mode}); returns the number of answers."""
+    from .distill_train import load_answers
+
+    answers = load_answers(folder)
+    meta = "\n".join(json.dumps({"id": a.id, "task": a.task, "mode": a.mode}) for a in answers)
+    np.savez_compressed(
+        archive,
+        tokens=np.concatenate([a.sequence for a in answers]).astype(np.uint16),
+        lengths=np.asarray([len(a.sequence) for a in answers], np.int32),
+        prompt_lens=np.asarray([a.prompt_len for a in answers], np.int32),
+        meta=np.frombuffer(meta.encode(), np.uint8),
+    )
+    return len(answers)
+
+
+def replay(package: Path, archive: Path, folder: Path, log=print) -> dict:
+    """Rebuild an answers folder from an export_tokens archive: for each stored answer not yet in `folder`,
+    one teacher-forced champion call over prompt + answer gives the top-K logits at every answer position."""
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with np.load(archive) as data:
+        tokens, lengths, prompt_lens = data["tokens"].astype(np.int64), data["lengths"], data["prompt_lens"]
+        meta = [json.loads(line) for line in bytes(data["meta"]).decode().splitlines()]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    champion, _ = open_champion(package, 1, int(lengths.max()) if len(lengths) else 1)
+    skip, shard, done, started = done_ids(folder), next_shard_number(folder), [], time.monotonic()
+    for item, start, length, prompt_len in zip(meta, starts, lengths, prompt_lens):
+        if item["id"] in skip:
+            continue
+        sequence = tokens[start : start + length]
+        champion.clear(0)
+        logits = champion.feed([0], torch.from_numpy(sequence)[None], first_row=int(prompt_len) - 1)[0, :-1]
+        values, ids = torch.topk(logits, TOP_K)  # [answer_len, K]: the rows that chose each answer token
+        done.append(
+            {
+                **item,
+                "sequence": sequence.tolist(),
+                "prompt_len": int(prompt_len),
+                "top_ids": ids.numpy().astype(np.int32),
+                "top_logits": values.numpy().astype(np.float16),
+            }
+        )
+        if len(done) == SHARD_ANSWERS:
+            write_shard(folder, shard, done)
+            shard, done = shard + 1, []
+    if done:
+        write_shard(folder, shard, done)
+    elapsed = time.monotonic() - started
+    log(f"[distill] replayed {archive.name} into {folder} in {elapsed / 60:.1f} min")
+    return {"answers": len(done_ids(folder)), "seconds": elapsed}

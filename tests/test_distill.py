@@ -142,18 +142,25 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
 
 
 def test_distill_continues_a_draft_on_the_mixed_stream(synth_package, tmp_path):
-    """`--warm-start` trains on from an earlier draft (its weights and output vocabulary), `--prompts mixed`
-    answers found prompts (multi-message ones too) and templates, and the provenance says both."""
+    """`--warm-start` trains on from an earlier draft (its weights and output vocabulary), `--replay` rebuilds
+    the earlier run's answers from their token ids first, `--prompts mixed` answers found prompts (multi-message
+    ones too) and templates, and the provenance says so."""
+    from build_tools.distill_data import export_tokens
+
     common = ["distill", "--champion", str(synth_package), "--minutes", "0.03", "--shape", "tiny"]
     common += ["--max-tokens", "12", "--eval-per-task", "1", "--max-answers", "24"]
     first = run_build_tools(*common, "--out", str(tmp_path / "first"))
     assert first.returncode == 0, first.stderr[-2000:]
+    assert export_tokens(tmp_path / "first" / "data", tmp_path / "answers.npz") == 24
     second = run_build_tools(
-        *common, "--out", str(tmp_path / "second"), "--prompts", "mixed", "--warm-start", str(tmp_path / "first")
+        *common,
+        *("--out", str(tmp_path / "second"), "--prompts", "mixed", "--warm-start", str(tmp_path / "first")),
+        *("--replay", str(tmp_path / "answers.npz")),
     )
     assert second.returncode == 0, second.stderr[-2000:]
     ids = [json.loads(line)["id"] for line in (tmp_path / "second" / "data" / "index.jsonl").read_text().splitlines()]
-    assert sum(i.startswith("found-") for i in ids) == 16 and len(ids) == 24
+    # the 24 replayed template answers, then the mixed stream's 16 found prompts (its 8 templates are among them)
+    assert len(ids) == len(set(ids)) == 40 and sum(i.startswith("found-") for i in ids) == 16
     earlier = json.loads((tmp_path / "first" / "provenance.json").read_text())
     provenance = json.loads((tmp_path / "second" / "provenance.json").read_text())
     assert provenance["warm_start"]["draft_onnx_sha256"] == earlier["draft_onnx_sha256"]
@@ -168,6 +175,32 @@ def synth_source(tmp_path):
     if not path.exists():
         write_gguf(synth_models(0)[0], path)
     return path
+
+
+def test_answers_kept_as_token_ids_replay_to_the_same_targets(synth_package, tmp_path):
+    """export_tokens keeps only token ids (what goes into git); replay teacher-forces the champion over them
+    and rebuilds the top-K targets that generation recorded step by step: same sequences, same top ids,
+    logits equal to float16 rounding. Fails if replay reads the rows one position off (checked)."""
+    from build_tools.distill import prompt_encoder
+    from build_tools.distill_data import export_tokens, generate, replay
+    from build_tools.distill_train import load_answers
+    from pyodide_app.package_check import load_manifest
+
+    encode = prompt_encoder(synth_package, load_manifest(synth_package))
+    prompts = itertools.islice(mixed_prompts(0), 12)  # found (one with a system message) and template prompts
+    generate(synth_package, tmp_path / "data", prompts, encode, minutes=5, max_tokens=10, slots=4, log=lambda _: 0)
+    assert export_tokens(tmp_path / "data", tmp_path / "answers.npz") == 12
+    replay(synth_package, tmp_path / "answers.npz", tmp_path / "again", log=lambda _: 0)
+    first = {a.id: a for a in load_answers(tmp_path / "data")}
+    again = {a.id: a for a in load_answers(tmp_path / "again")}
+    assert first.keys() == again.keys()
+    for key, a in first.items():
+        b = again[key]
+        assert (
+            (a.sequence == b.sequence).all() and a.prompt_len == b.prompt_len and (a.mode, a.task) == (b.mode, b.task)
+        )
+        assert (a.top_ids[:, 0] == b.top_ids[:, 0]).all()
+        assert np.abs(a.top_logits - b.top_logits).max() < 0.02
 
 
 def test_batched_champion_equals_champion_onnx(synth_package):
