@@ -2,6 +2,11 @@
 
     .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N]
                                                [--repeats R] [--arms none,neural:4,hybrid:4,prompt_lookup:4]
+                                               [--prompts two|bench] [--per-stratum N] [--sampled]
+
+--prompts bench runs the page bench's workload (build_tools/bench_prompts.json: the first N prompts of every
+stratum) and adds each arm's median ratio over strata; --sampled runs every arm at temperature 0.7, top-p 0.9
+(seed 0; the tokens then differ between arms, only speed compares).
 
 An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
 draft.stop_entropy_bits), to measure what the stop changes in the same run.
@@ -35,13 +40,29 @@ PROMPTS = {
 }
 
 
-def run_arm(engine, prompt: str, proposer: str, k: int, max_tokens: int, stop: bool = True) -> dict:
+SAMPLED = {"temperature": 0.7, "top_p": 0.9}
+BENCH_PROMPTS = ROOT / "build_tools" / "bench_prompts.json"
+
+
+def bench_prompts(per_stratum: int) -> dict[str, str]:
+    """{"stratum" or "stratum #i": prompt}: the page bench's workload, the first per_stratum of each stratum."""
+    strata = json.loads(BENCH_PROMPTS.read_text())["strata"]
+    return {
+        (name if per_stratum == 1 else f"{name} #{i + 1}"): prompt
+        for name, prompts in strata.items()
+        for i, prompt in enumerate(prompts[:per_stratum])
+    }
+
+
+def run_arm(
+    engine, prompt: str, proposer: str, k: int, max_tokens: int, stop: bool = True, sampled: bool = False
+) -> dict:
     engine.forget_context()
     calibrated, engine.stop_bits = engine.stop_bits, engine.stop_bits if stop else None
     request = {
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
-        "temperature": 0,
+        **(SAMPLED if sampled else {"temperature": 0}),
         "seed": 0,
         "speculative": {"proposer": proposer, "k": k, "adaptive": False},
     }
@@ -79,42 +100,54 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4,auto:8")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument("--prompts", choices=("two", "bench"), default="two")
+    parser.add_argument("--per-stratum", type=int, default=1, help="with --prompts bench")
+    parser.add_argument("--sampled", action="store_true", help="temperature 0.7, top-p 0.9 instead of greedy")
     args = parser.parse_args()
+    prompts = PROMPTS if args.prompts == "two" else bench_prompts(args.per_stratum)
     arms = [parse_arm(a) for a in args.arms.split(",")]
     if arms[0] != ("none", 0, True):
         arms.insert(0, ("none", 0, True))
-    engine = load_engine(args.model, backend=args.backend, context_limit=1024)
+    engine = load_engine(args.model, backend=args.backend, context_limit=2048)
     if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
-        run_arm(engine, "Hi", "auto", engine.k_max, 1)
-        print(f"auto costs: {engine.costs['greedy'].summary()}")
+        run_arm(engine, "Hi", "auto", engine.k_max, 1, sampled=args.sampled)
+        print(f"auto costs: { {kind: costs.summary() for kind, costs in engine.costs.items()} }")
     runs = {}
-    for name, prompt in PROMPTS.items():
+    for name, prompt in prompts.items():
         for _ in range(args.repeats):
             for proposer, k, stop in arms:
-                run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop)
+                run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop, args.sampled)
                 runs.setdefault((name, proposer, k, stop), []).append(run)
+        print(f"[{name}] done", file=sys.stderr, flush=True)
     draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
+    setting = "sampled (T 0.7, top-p 0.9)" if args.sampled else "greedy"
     print(
-        f"backend {args.backend}; draft: {draft}; {args.max_tokens} greedy tokens; median of {args.repeats} "
+        f"backend {args.backend}; draft: {draft}; {args.max_tokens} {setting} tokens; median of {args.repeats} "
         "interleaved runs"
     )
     print("| prompt | arm | tok/s (end to end) | × none | tokens/call | accepted/proposed | tokens == none |")
     print("|---|---|---|---|---|---|---|")
-    for name in PROMPTS:
+    ratios: dict[str, list[float]] = {}
+    for name in prompts:
         base = runs[(name, "none", 0, True)]
         base_speed = statistics.median(r["tok_s"] for r in base)
         for proposer, k, stop in arms:
             rows = runs[(name, proposer, k, stop)]
             speed = statistics.median(r["tok_s"] for r in rows)
             rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
-            same = all(r["tokens"] == base[0]["tokens"] for r in rows)
+            same = "-" if args.sampled else all(r["tokens"] == base[0]["tokens"] for r in rows)
             label = proposer if proposer == "none" else f"{proposer} k={k}{'' if stop else ' (no stop)'}"
+            ratios.setdefault(label, []).append(speed / base_speed)
             if rows[0]["auto"]:
                 label += f" ({rows[0]['auto']})"
             print(
                 f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | "
                 f"{same} |"
             )
+    if len(prompts) > 2:
+        print("\n| arm | median × none over prompts | lowest | highest |\n|---|---|---|---|")
+        for label, values in ratios.items():
+            print(f"| {label} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
     if args.json:
         args.json.write_text(json.dumps({f"{n}|{p}|{k}|{s}": r for (n, p, k, s), r in runs.items()}))
 
