@@ -123,6 +123,7 @@ def command_distill(args) -> None:
         warm_from=args.warm_start,
         lr=args.lr,
         replay_from=args.replay,
+        output_vocab=args.output_vocab,
     )
     print(
         f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
@@ -255,6 +256,12 @@ def parser() -> argparse.ArgumentParser:
         help="continue training this prebuilt draft folder (same shape) instead of from scratch",
     )
     distill.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay to 0)")
+    distill.add_argument(
+        "--output-vocab",
+        type=int,
+        help="the draft's output vocabulary size (default: the shape's; with --warm-start "
+        "the earlier draft's ids plus this data's most frequent others)",
+    )
     distill.add_argument(
         "--replay", type=Path, help="an answers.npz (token ids) to rebuild into DIR/data first (teacher-forced targets)"
     )

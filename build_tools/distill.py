@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,8 @@ from .distill_train import (
     build_model,
     choose_vocabulary,
     coverage,
+    draft_vocabulary,
+    grown_vocabulary,
     load_answers,
     macs_per_token,
     projected_embedding,
@@ -98,6 +101,7 @@ def run_distill(
     warm_from: Path | None = None,
     lr: float = 2e-3,
     replay_from: Path | None = None,
+    output_vocab: int | None = None,
     log=print,
 ) -> dict:
     """Answer prompts of the `prompts` stream with the champion, train a draft of `shape_name` on every answer
@@ -109,7 +113,7 @@ def run_distill(
     from .export_onnx import export_llama
     from .reference import dequantize
 
-    shape = SHAPES[shape_name]
+    shape = SHAPES[shape_name] if output_vocab is None else replace(SHAPES[shape_name], output_vocab=output_vocab)
     out.mkdir(parents=True, exist_ok=True)
     package = champion_package(Path(spec), out / "champion", log)
     source, manifest = champion_source(package)
@@ -136,16 +140,19 @@ def run_distill(
     answers = load_answers(out / "data")
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
-    vocab, covered = choose_vocabulary(answers, shape.output_vocab, eos)
+    if warm_from is None:
+        vocab, covered = choose_vocabulary(answers, shape.output_vocab, eos)
+    else:  # the earlier draft's output vocabulary, grown to the shape's size with this data's frequent tokens
+        vocab = grown_vocabulary(answers, draft_vocabulary(Path(warm_from) / "draft.onnx"), shape.output_vocab)
+        covered = coverage(answers, vocab)
     embedding = projected_embedding(
         dequantize(source.tensors["token_embd.weight"]).reshape(source.config.vocab_size, -1), shape.d_model
     )
     torch.manual_seed(seed)
     model = build_model(shape, embedding, embedding[vocab], source.config.rope_theta, source.config.rms_eps)
     if warm_from is not None:
-        vocab = warm_start(model, Path(warm_from) / "draft.onnx")
-        covered = coverage(answers, vocab)
-        log(f"[distill] continuing from {warm_from} (its output vocabulary covers {covered:.3f} of the answers)")
+        warm_start(model, Path(warm_from) / "draft.onnx", vocab)
+        log(f"[distill] continuing from {warm_from}; {len(vocab)} output ids cover {covered:.3f} of the answers")
     fit = train(model, answers, vocab, train_minutes, seed, lr=lr, log=log)
     model.eval()
     draft_source = to_source(model, shape, vocab, source)  # snaps the weights to their exported Q8_0 values

@@ -115,21 +115,45 @@ def q8_codes_to_float(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return values.reshape(n, nb * block)
 
 
-def warm_start(model, draft_onnx: Path) -> np.ndarray:
-    """Load a prebuilt draft's exported weights (its draft.onnx, same shape) into `model`; -> its id_map (the
-    output vocabulary the head's rows belong to). Continuing from the shipped draft keeps what it learnt from
-    the data earlier sessions generated (not kept: outside git)."""
+def draft_vocabulary(draft_onnx: Path) -> np.ndarray:
+    """A prebuilt draft's output vocabulary (its id_map), int64 [V'] sorted."""
+    import onnx
+    from onnx import numpy_helper
+
+    found = [i for i in onnx.load(str(draft_onnx)).graph.initializer if i.name.startswith("id_map")]
+    return numpy_helper.to_array(found[0]).astype(np.int64)
+
+
+def grown_vocabulary(answers: list[Answer], base: np.ndarray, size: int) -> np.ndarray:
+    """`base` plus the answers' most frequent other tokens, up to `size` ids, sorted."""
+    counts = Counter(int(t) for a in answers for t in a.sequence[a.prompt_len :])
+    chosen = set(base.tolist())
+    for token, _ in counts.most_common():
+        if len(chosen) >= size:
+            break
+        chosen.add(token)
+    return np.asarray(sorted(chosen), np.int64)
+
+
+def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> None:
+    """Load a prebuilt draft's exported weights (its draft.onnx, same layers) into `model`, whose head is over
+    `vocab` (a superset of the draft's id_map): the draft's head rows go to their tokens, other rows keep
+    their initial values. Continuing from the shipped draft keeps what it learnt from data earlier sessions
+    generated (not kept: outside git)."""
     import onnx
     import torch
     from onnx import numpy_helper
 
     graph = onnx.load(str(draft_onnx)).graph
     weights = {i.name.rsplit("_", 1)[0]: np.array(numpy_helper.to_array(i)) for i in graph.initializer}
-    norms = [np.array(numpy_helper.to_array(i)) for i in graph.initializer if i.name.startswith("norm_")]  # graph order
+    norms = [np.array(numpy_helper.to_array(i)) for i in graph.initializer if i.name.startswith("norm_")]  # in order
 
     def table(prefix: str) -> torch.Tensor:
         return torch.from_numpy(q8_codes_to_float(weights[prefix + "_q"], weights[prefix + "_s"]))
 
+    rows = np.searchsorted(vocab, weights["id_map"].astype(np.int64))
+    if not np.array_equal(vocab[np.minimum(rows, len(vocab) - 1)], weights["id_map"]):
+        raise ValueError("the output vocabulary does not contain the warm-start draft's")
     with torch.no_grad():
         model.embed.weight.copy_(table("embd"))
         for i, block in enumerate(model.blocks):
@@ -138,8 +162,7 @@ def warm_start(model, draft_onnx: Path) -> np.ndarray:
             block.attn_norm.weight.copy_(torch.from_numpy(norms[2 * i]))
             block.ffn_norm.weight.copy_(torch.from_numpy(norms[2 * i + 1]))
         model.norm.weight.copy_(torch.from_numpy(norms[-1]))
-        model.head.weight.copy_(table("head"))
-    return weights["id_map"].astype(np.int64)
+        model.head.weight[torch.from_numpy(rows)] = table("head")
 
 
 # -- training -------------------------------------------------------------------------------------

@@ -9,15 +9,24 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from dataclasses import replace
 
 import numpy as np
+import pytest
 import torch
 
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_found import FOUND_PER_TEMPLATE, found_prompts, mixed_prompts
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
-from build_tools.distill_train import DraftShape, build_model, tokens_per_call, warm_start
+from build_tools.distill_train import (
+    DraftShape,
+    build_model,
+    draft_vocabulary,
+    grown_vocabulary,
+    tokens_per_call,
+    warm_start,
+)
 from build_tools.prebuilt_draft import read_prebuilt
 from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.synth import synth_models
@@ -51,14 +60,20 @@ def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_orde
 
 def test_warm_start_loads_the_shipped_drafts_weights():
     """The shipped draft.onnx's weights, read back into the PyTorch model, compute its recorded logits: what
-    `distill --warm-start` continues from is that draft. Fails if a norm or projection lands in the wrong
-    place (checked: swapping the two norms of a block gives 8.7)."""
+    `distill --warm-start` continues from is that draft — also when the head grows by 512 more output ids
+    (its rows land on their tokens among the new ones). Fails if a norm or projection lands in the wrong
+    place (checked: swapping the two norms of a block gives 8.7), or head rows keep the draft's order."""
     shape, entry = DraftShape(), read_prebuilt(DEFAULT_DRAFT).entry
     c = entry["config"]
-    blank = np.zeros((c["vocab_size"], shape.d_model), np.float32)
-    model = build_model(shape, blank, blank[: shape.output_vocab], c["rope_theta"], c["rms_eps"])
-    vocab = warm_start(model, DEFAULT_DRAFT / "draft.onnx")
-    assert vocab.tolist() == entry["id_map"]
+    base = draft_vocabulary(DEFAULT_DRAFT / "draft.onnx")
+    assert base.tolist() == entry["id_map"]
+    extra = np.setdiff1d(np.arange(c["vocab_size"]), base)[::50][:512]
+    vocab = np.union1d(base, extra)
+    embedding = np.random.default_rng(0).normal(size=(c["vocab_size"], shape.d_model)).astype(np.float32)
+    model = build_model(
+        replace(shape, output_vocab=len(vocab)), embedding, embedding[vocab], c["rope_theta"], c["rms_eps"]
+    )
+    warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab)
     with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
         sequences, lengths, expected = data["sequences"], data["lengths"], data["logits"]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -66,7 +81,11 @@ def test_warm_start_loads_the_shipped_drafts_weights():
         got = [
             model(torch.from_numpy(sequences[s : s + n].astype(np.int64))[None])[0, -1] for s, n in zip(starts, lengths)
         ]
-    assert np.abs(torch.stack(got).numpy() - expected).max() < 1e-4
+    rows = np.searchsorted(vocab, base)
+    assert np.abs(torch.stack(got).numpy()[:, rows] - expected).max() < 1e-4
+    assert grown_vocabulary([], base, 9000).tolist() == base.tolist()  # nothing to grow from
+    with pytest.raises(ValueError, match="does not contain"):
+        warm_start(model, DEFAULT_DRAFT / "draft.onnx", np.setdiff1d(vocab, base[:1]))
 
 
 def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
