@@ -133,7 +133,7 @@ def run_distill(
         minutes=1e9,
         max_tokens=max_tokens,
         seed=seed,
-        sampled_every=10**9,
+        sampled_every=0,
         log=log,
     )
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -148,10 +149,14 @@ def messages_of(item: dict) -> list[dict]:
 def pending_jobs(
     prompts: Iterable[dict], skip: set[str], encode: Callable[[list[dict]], list[int]], seed: int, sampled_every: int
 ) -> Iterator[Job]:
-    """Jobs for the prompts not yet answered; every `sampled_every`-th prompt of the stream is sampled."""
+    """Jobs for the prompts not yet answered; one prompt in `sampled_every` (by a hash of its id, so an
+    interleaved stream's sources get both modes; 0: none) is answered sampled, the others greedy. (Chosen by
+    stream position, the mixed stream's period of 3 made every template answer sampled and every found one
+    greedy.)"""
     for position, item in enumerate(prompts):
         if item["id"] not in skip:
-            mode = "sampled" if position % sampled_every == sampled_every - 1 else "greedy"
+            sampled = sampled_every and zlib.crc32(item["id"].encode()) % sampled_every == 0
+            mode = "sampled" if sampled else "greedy"
             yield Job(item, mode, encode(messages_of(item)), np.random.default_rng([seed, position]))
 
 

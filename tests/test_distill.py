@@ -17,6 +17,7 @@ import torch
 
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
+from build_tools.distill_data import pending_jobs
 from build_tools.distill_found import FOUND_PER_TEMPLATE, found_prompts, mixed_prompts
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import (
@@ -56,6 +57,8 @@ def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_orde
     found = found_prompts()
     assert {p["task"] for p in found} >= {"everyday", "code", "foreign", "long", "system"}
     assert any("messages" in p for p in found) and all(("messages" in p) != ("prompt" in p) for p in found)
+    modes = {(kind, job.mode) for kind, job in zip(kinds, pending_jobs(first, set(), lambda m: [1], 0, 3))}
+    assert modes == {("found", "greedy"), ("found", "sampled"), ("template", "greedy"), ("template", "sampled")}
 
 
 def test_warm_start_loads_the_shipped_drafts_weights():
