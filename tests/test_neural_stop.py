@@ -70,10 +70,13 @@ def test_a_first_row_too_unsure_gives_an_empty_proposal_and_no_threshold_never_c
 def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth_package):
     import json
 
+    from build_tools.prebuilt_draft import read_prebuilt
+    from build_tools.recipes import DEFAULT_DRAFT
     from pyodide_app.native.loader import load_engine
 
     real = json.loads((real_package / "manifest.json").read_text())["draft"]
-    assert real["stop_entropy_bits"] == 3.0
+    calibrated = read_prebuilt(DEFAULT_DRAFT).provenance["calibration"]["stop_entropy_bits"]
+    assert real["stop_entropy_bits"] == calibrated == 4.0  # the shipped draft's measured stop
     assert "stop_entropy_bits" not in json.loads((synth_package / "manifest.json").read_text())["draft"]
     assert load_engine(synth_package, backend="cpu").stop_bits is None
 
