@@ -27,9 +27,7 @@ from .distill_train import (
     agreement,
     build_model,
     choose_vocabulary,
-    coverage,
     draft_vocabulary,
-    grown_vocabulary,
     load_answers,
     macs_per_token,
     projected_embedding,
@@ -140,11 +138,9 @@ def run_distill(
     answers = load_answers(out / "data")
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
-    if warm_from is None:
-        vocab, covered = choose_vocabulary(answers, shape.output_vocab, eos)
-    else:  # the earlier draft's output vocabulary, grown to the shape's size with this data's frequent tokens
-        vocab = grown_vocabulary(answers, draft_vocabulary(Path(warm_from) / "draft.onnx"), shape.output_vocab)
-        covered = coverage(answers, vocab)
+    # from scratch: EOS and this data's most frequent tokens; continuing a draft: its output ids, then those
+    always = eos if warm_from is None else draft_vocabulary(Path(warm_from) / "draft.onnx").tolist()
+    vocab, covered = choose_vocabulary(answers, shape.output_vocab, always)
     embedding = projected_embedding(
         dequantize(source.tensors["token_embd.weight"]).reshape(source.config.vocab_size, -1), shape.d_model
     )

@@ -124,17 +124,6 @@ def draft_vocabulary(draft_onnx: Path) -> np.ndarray:
     return numpy_helper.to_array(found[0]).astype(np.int64)
 
 
-def grown_vocabulary(answers: list[Answer], base: np.ndarray, size: int) -> np.ndarray:
-    """`base` plus the answers' most frequent other tokens, up to `size` ids, sorted."""
-    counts = Counter(int(t) for a in answers for t in a.sequence[a.prompt_len :])
-    chosen = set(base.tolist())
-    for token, _ in counts.most_common():
-        if len(chosen) >= size:
-            break
-        chosen.add(token)
-    return np.asarray(sorted(chosen), np.int64)
-
-
 def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> None:
     """Load a prebuilt draft's exported weights (its draft.onnx, same layers) into `model`, whose head is over
     `vocab` (a superset of the draft's id_map): the draft's head rows go to their tokens, other rows keep

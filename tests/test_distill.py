@@ -23,8 +23,8 @@ from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_pr
 from build_tools.distill_train import (
     DraftShape,
     build_model,
+    choose_vocabulary,
     draft_vocabulary,
-    grown_vocabulary,
     tokens_per_call,
     warm_start,
 )
@@ -86,7 +86,7 @@ def test_warm_start_loads_the_shipped_drafts_weights():
         ]
     rows = np.searchsorted(vocab, base)
     assert np.abs(torch.stack(got).numpy()[:, rows] - expected).max() < 1e-4
-    assert grown_vocabulary([], base, 9000).tolist() == base.tolist()  # nothing to grow from
+    assert choose_vocabulary([], 9000, base.tolist())[0].tolist() == base.tolist()  # nothing to grow from
     with pytest.raises(ValueError, match="does not contain"):
         warm_start(model, DEFAULT_DRAFT / "draft.onnx", np.setdiff1d(vocab, base[:1]))
 

@@ -3,8 +3,9 @@
 For n from n_max down to n_min, find the largest start j < len(context) - n
 with context[j:j+n] == context[-n:], and propose context[j+n : j+n+k]. The
 first n that matches wins (`match` finds it in one backward pass); no match
-means no proposal (a plain champion step). Each proposed token is a point mass q = delta(token), so its
-acceptance probability is p(token) and the residual is p without it.
+means no proposal (a plain champion step). Each proposed token is a point
+mass q = delta(token), so its acceptance probability is p(token) and the
+residual is p without it.
 """
 
 from __future__ import annotations
