@@ -76,7 +76,8 @@ class App:
     def is_hidden(self, selector: str) -> bool:
         return self.attribute(selector, "hidden") is not None
 
-    def wait(self, condition, timeout_s: float, what: str) -> None:
+    def wait(self, condition, timeout_s: float, what: str, shown: str = "") -> None:
+        """Poll `condition` until true; fail on the fatal screen or at the deadline (quoting `shown`'s text)."""
         deadline = time.monotonic() + timeout_s
         while not condition():
             if not self.is_hidden("#fatal"):
@@ -84,7 +85,8 @@ class App:
                     f"{self.engine}: fatal screen while waiting for {what}: {self.text('#fatal-message')}"
                 )
             if time.monotonic() > deadline:
-                raise AssertionError(f"{self.engine}: no {what} after {timeout_s:.0f} s")
+                where = f"; {shown} says: {self.text(shown)!r}" if shown else ""
+                raise AssertionError(f"{self.engine}: no {what} after {timeout_s:.0f} s{where}")
             time.sleep(0.1)
 
     # -- user actions -------------------------------------------------------------------------------
@@ -180,8 +182,11 @@ class App:
             self.click("#close-settings")
         if self.attribute("#model-info", "open") is None:
             self.click("#backend")
+        # A click lands where the button was drawn: wait for the dialog's last rows before pressing it.
+        self.wait(lambda: "measuring" not in self.text("#storage-facts"), 30, "storage facts")
         self.click("#run-self-test")
-        self.wait(lambda: self.attribute("#self-test-summary", "data-passed") in ("true", "false"), 300, "self-test")
+        summary = "#self-test-summary"
+        self.wait(lambda: self.attribute(summary, "data-passed") in ("true", "false"), 300, "self-test", summary)
         checks = {
             self.attribute("#self-test-checks li", "data-check", i): self.attribute(
                 "#self-test-checks li", "data-passed", i

@@ -484,17 +484,19 @@ async function openModelInfo() {
     ]);
   }
   showReport(selfTestElements, info && lastReport(info.selfTestKey));
+  showStorage(null);  // the rows are there before the dialog opens, so its buttons do not move when they fill
   $("model-info").showModal();
-  await showStorage();
+  showStorage(await store.storageReport());
 }
 
-async function showStorage() {
-  const report = await store.storageReport();
+// The storage rows of the model dialog; `report` null: still being measured.
+function showStorage(report) {
+  const measured = (describe) => (report ? describe(report) : "measuring…");
   facts($("storage-facts"), [
-    ["Model files", `${(report.model / MB).toFixed(1)} MB`],
-    ["Conversations", `${(report.conversations / 1e3).toFixed(1)} kB`],
-    ["This site in all", report.total === null ? "unknown" : `${(report.total / MB).toFixed(1)} MB (the browser's estimate)`],
-    ["Kept under storage pressure", report.persisted ? "yes (persistent storage granted)" : "no: the browser may evict it"],
+    ["Model files", measured((r) => `${(r.model / MB).toFixed(1)} MB`)],
+    ["Conversations", measured((r) => `${(r.conversations / 1e3).toFixed(1)} kB`)],
+    ["This site in all", measured((r) => (r.total === null ? "unknown" : `${(r.total / MB).toFixed(1)} MB (the browser's estimate)`))],
+    ["Kept under storage pressure", measured((r) => (r.persisted ? "yes (persistent storage granted)" : "no: the browser may evict it"))],
   ]);
 }
 
@@ -580,13 +582,13 @@ $("use-cpu").onclick = () => {
 confirmTwice($("clear-model"), "Really delete the model files?", async () => {
   await store.clearModelFiles();
   $("storage-note").textContent = "Deleted. The model keeps running until you leave; the next visit downloads it again.";
-  await showStorage();
+  showStorage(await store.storageReport());
 });
 confirmTwice($("clear-conversations"), "Really delete every conversation?", async () => {
   await store.clearConversations();
   await open(null);
   $("storage-note").textContent = "All conversations were deleted.";
-  await showStorage();
+  showStorage(await store.storageReport());
 });
 $("compare").onclick = compare;
 $("cancel-compare").onclick = () => { compareCancelled = true; engine.stop(); };

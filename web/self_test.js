@@ -58,6 +58,7 @@ export function showReport(elements, report) {
 export async function runSelfTest(call, elements) {
   elements.run.disabled = true;
   elements.summary.textContent = "Checking this device… (about half a minute on a slow one; answers wait meanwhile)";
+  elements.summary.dataset.passed = "";  // no verdict while checking (an earlier report's is gone)
   elements.list.replaceChildren();
   try {
     const report = await call();
