@@ -29,7 +29,7 @@ from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
 from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
-from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy
+from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy, Learned
 from .proposers.neural import DraftRuntime
 from .self_test import run_self_test
 from .tokenizer import StreamDecoder, Tokenizer
@@ -197,6 +197,9 @@ class Engine:
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
         self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
+        # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
+        # that prompt (the same conversation, a later turn) starts from those counts.
+        self.learned: tuple[tuple[int, ...], Learned] | None = None
         self.golden = golden
         # The draft's calibrated stop (package field): a proposal ends before a row more uncertain than this.
         self.stop_bits = (manifest.get("draft") or {}).get("stop_entropy_bits")
@@ -220,6 +223,7 @@ class Engine:
         self.champion.forget()
         if self.draft_runtime is not None:
             self.draft_runtime.reset()
+        self.learned = None
 
     def self_test(self) -> Iterator[Wait]:
         """Steps -> the exactness self-test's report on this champion (self_test.run_self_test); cached
@@ -252,7 +256,7 @@ class Engine:
             turn = messages[start].get("role") == "user" and start + 1 < last
             start += 2 if turn and messages[start + 1].get("role") == "assistant" else 1
 
-    def _proposer(self, request: ChatRequest):
+    def _proposer(self, request: ChatRequest, prompt: Sequence[int]):
         if request.proposer == "prompt_lookup":
             return PromptLookup()
         if request.proposer == "auto":
@@ -261,7 +265,8 @@ class Engine:
                 if self.draft_runtime is None
                 else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             )
-            return AutoProposer(CostPolicy(None, self.neural_prior()), neural)  # costs set before the first round
+            policy = CostPolicy(None, self.neural_prior(), self._earlier(request, prompt))  # costs: set later
+            return AutoProposer(policy, neural)
         if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
                 raise InvalidSettings(
@@ -270,6 +275,15 @@ class Engine:
             neural = NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             return neural if request.proposer == "neural" else HybridProposer(neural)
         return NoProposer()
+
+    def _earlier(self, request: ChatRequest, prompt: Sequence[int]) -> Learned | None:
+        """The conversation's earlier counts for a greedy request that continues the last auto answer's
+        prompt. Never for a sampled one: its proposals consume its seeded draws, so its answer must not
+        depend on history beyond the request (its seed alone reproduces it)."""
+        if self.learned is None or not request.sampling.greedy:
+            return None
+        earlier_prompt, learned = self.learned
+        return learned if tuple(prompt[: len(earlier_prompt)]) == earlier_prompt else None
 
     def neural_prior(self) -> float:
         """The draft's measured greedy agreement with the champion (its package), else a default."""
@@ -297,7 +311,7 @@ class Engine:
                 "needed)"
             )
         config = request.config(self.k_max, self.eos_ids)
-        proposer = self._proposer(request)
+        proposer = self._proposer(request, prompt)
         orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
         events = orchestrator.generate(prompt, cancel)
         if isinstance(proposer, AutoProposer):
@@ -315,6 +329,8 @@ class Engine:
                 delta = text.feed(event.tokens)
                 yield {"type": "delta", "tokens": list(event.tokens), "text": delta}
             elif isinstance(event, Finished):
+                if isinstance(proposer, AutoProposer):
+                    self.learned = (tuple(prompt), proposer.policy.learned())
                 tail = text.finish()
                 if tail:
                     yield {"type": "delta", "tokens": [], "text": tail}
@@ -347,12 +363,14 @@ class Engine:
     def _auto_stats(self, proposer) -> dict:
         if not isinstance(proposer, AutoProposer):
             return {}
+        earlier = proposer.policy.earlier
         return {
             "auto": {
                 "policy_version": AUTO_POLICY_VERSION,
                 "chose": proposer.summary(),
                 "rounds": dict(proposer.rounds),
                 "draft_failed": proposer.neural_failed,
+                "earlier_rounds": earlier.rounds if earlier else 0,  # rounds of earlier answers it learned from
                 "costs": proposer.policy.costs.summary() if proposer.policy.costs else None,
             }
         }

@@ -127,6 +127,24 @@ def test_lookup_statistics_are_kept_per_match_length():
     assert set(policy.lookup) == set(LOOKUP_PRIOR)
 
 
+def test_a_conversations_earlier_counts_carry_into_its_next_answer_and_survive_reset():
+    """An answer starts from what the conversation's earlier answers counted (Engine passes them on), and
+    the orchestrator's reset at the start of the answer keeps them."""
+    costs = fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None)
+    match = (3, (1, 2, 3))
+    earlier = CostPolicy(costs)
+    for _ in range(10):
+        earlier.observe(Choice("prompt_lookup", 3, 3), proposed=3, accepted=0)  # this chat's 3-gram copies fail
+    assert CostPolicy(costs).choose([0], 3, match, False).source == "prompt_lookup"  # the prior alone drafts
+    learned = earlier.learned()
+    assert learned.rounds == 10 and learned.lookup[3].reached == [10]
+    carried = CostPolicy(costs, earlier=learned)
+    carried.reset()
+    assert carried.choose([0], 3, match, False) == NONE and carried.rounds == 10
+    carried.observe(Choice("prompt_lookup", 1, 3), proposed=1, accepted=1)
+    assert learned.lookup[3].reached == [10] and carried.learned().rounds == 11  # the earlier counts are copies
+
+
 class FailingDraft:
     name = "neural"
 

@@ -380,6 +380,33 @@ def test_auto_is_reproducible_with_a_seed_and_reports_its_choices(synth_engine, 
     assert " on " in auto["chose"] and max(int(label.split("k=")[1]) for label in auto["rounds"] if "k=" in label) <= 4
 
 
+def test_auto_carries_a_conversations_counts_into_its_greedy_turns_only(synth_engine, drafting_pays):
+    """Greedy turns of one conversation start from the earlier turns' acceptance counts (their tokens do not
+    depend on the proposer); a sampled turn starts from the priors, so its seed alone reproduces it."""
+
+    def turn(messages, **settings):
+        request = {"messages": messages, "speculative": {"proposer": "auto", "k": 4}, "max_tokens": 12, **settings}
+        done = [e for e in synth_engine.chat(request) if isinstance(e, dict)][-1]
+        return done, done["speculative"]["auto"]["earlier_rounds"]
+
+    synth_engine.forget_context()
+    opening = [{"role": "user", "content": "the the the the capital of france is paris. the capital of"}]
+    first, earlier = turn(opening, temperature=0)
+    assert earlier == 0 and first["speculative"]["rounds"] > 0
+    answer, question = {"role": "assistant", "content": first["text"]}, {"role": "user", "content": "and of spain?"}
+    follow_up = [*opening, answer, question]
+    second, earlier = turn(follow_up, temperature=0)
+    assert earlier == first["speculative"]["rounds"]
+    third, earlier = turn([*follow_up, {"role": "assistant", "content": second["text"]}, opening[0]], temperature=0)
+    assert earlier == first["speculative"]["rounds"] + second["speculative"]["rounds"]
+    sampled, earlier = turn(follow_up, temperature=1.0, seed=5)
+    assert earlier == 0
+    assert turn([{"role": "user", "content": "something else entirely"}], temperature=0)[1] == 0  # not this chat
+    synth_engine.forget_context()
+    assert turn(follow_up, temperature=0)[1] == 0  # a forgotten context forgets its counts too
+    assert turn(follow_up, temperature=1.0, seed=5)[0]["tokens"] == sampled["tokens"]
+
+
 @pytest.mark.parametrize("backend", ["webgpu", "cpu"])
 def test_auto_measures_the_device_once(gpu, synth_package, backend):
     from pyodide_app.native.loader import load_engine

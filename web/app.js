@@ -236,7 +236,8 @@ function speedWords(stats) {
 
 function technicalLine(message) {
   const s = message.stats;
-  const how = s.auto ? `auto (k ≤ ${s.k}): ${s.auto || "nothing to run"}${s.proposed ? `, accepted ${s.accepted}/${s.proposed}` : ""}`
+  const learned = s.auto_earlier_rounds ? `, knowing ${s.auto_earlier_rounds} rounds of this chat's earlier answers` : "";
+  const how = s.auto ? `auto (k ≤ ${s.k}): ${s.auto || "nothing to run"}${s.proposed ? `, accepted ${s.accepted}/${s.proposed}` : ""}${learned}`
     : `${s.proposer}${s.proposer !== "none" ? ` k=${s.k}${s.adaptive ? " adaptive" : ""}, accepted ${s.accepted}/${s.proposed}` : ""}`;
   return `${how} · ${s.tokens_per_champion_call.toFixed(2)} tokens per model pass · prompt ${s.prompt_tokens} tokens · ` +
     `seed ${message.seed} · finish: ${message.finish}`;
@@ -270,6 +271,7 @@ async function stream(request, element, prefix = { content: "", tokens: [] }) {
     decode_tokens_per_s: writing > 0 && done.tokens.length > firstTokens ? (done.tokens.length - firstTokens) / writing : null,
     proposer: s.proposer, k: s.k, adaptive: s.adaptive, proposed: s.proposed, accepted: s.accepted,
     tokens_per_champion_call: s.tokens_per_champion_call, fallback_code: s.fallback_code, auto: s.auto?.chose ?? null,
+    auto_earlier_rounds: s.auto?.earlier_rounds ?? 0,
     prompt_tokens: done.usage.prompt_tokens,
   };
   const error = done.error ? `${done.error.message} (${done.error.code})` : null;

@@ -18,7 +18,9 @@ more row: 0 when greedy) and D (one draft step) come from a CostModel fixed for 
 sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by scripts/auto_priors.py),
 the neural draft from its package's measured agreement. The highest rate wins; ties go to none, then
 lookup, then neural, then the shorter k. A draft source that fails is not chosen again in the request
-(the failed round is a plain champion step).
+(the failed round is a plain champion step). The counts a_j are kept over a conversation's greedy answers
+(Engine passes the last answer's counts on when the next prompt extends its prompt); a sampled answer starts
+from the priors, so that its seed alone reproduces it.
 
 Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
 the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
@@ -98,6 +100,11 @@ class PositionStats:
             total += survive
         return total
 
+    def copy(self) -> "PositionStats":
+        twin = PositionStats(self.first, self.later)
+        twin.reached, twin.accepted = list(self.reached), list(self.accepted)
+        return twin
+
     def record(self, proposed: int, accepted: int) -> None:
         """Draft positions 0..min(accepted, proposed - 1) were tested; those below `accepted` passed."""
         for position in range(min(accepted + 1, proposed)):
@@ -108,15 +115,37 @@ class PositionStats:
             self.accepted[position] += position < accepted
 
 
+@dataclass(frozen=True)
+class Learned:
+    """What a CostPolicy counted over one or more answers of a conversation (Engine keeps it between turns)."""
+
+    lookup: dict[int, PositionStats]  # by match length n
+    neural: PositionStats
+    rounds: int  # published rounds these counts come from
+
+
 class CostPolicy:
-    def __init__(self, costs: CostModel, neural_prior: float = NEURAL_PRIOR):
+    def __init__(self, costs: CostModel, neural_prior: float = NEURAL_PRIOR, earlier: Learned | None = None):
+        """earlier: counts from this conversation's earlier answers to start from (else the priors alone)."""
         self.costs = costs
         self.neural_prior = neural_prior
+        self.earlier = earlier
         self.reset()
 
     def reset(self) -> None:
-        self.lookup = {n: PositionStats(*priors) for n, priors in LOOKUP_PRIOR.items()}
-        self.neural = PositionStats(self.neural_prior)
+        if self.earlier is None:
+            self.lookup = {n: PositionStats(*priors) for n, priors in LOOKUP_PRIOR.items()}
+            self.neural = PositionStats(self.neural_prior)
+            self.rounds = 0
+        else:
+            self.lookup = {n: stats.copy() for n, stats in self.earlier.lookup.items()}
+            self.neural = self.earlier.neural.copy()
+            self.rounds = self.earlier.rounds
+
+    def learned(self) -> Learned:
+        """The counts so far (earlier answers' included), for the conversation's next answer."""
+        lookup = {n: stats.copy() for n, stats in self.lookup.items()}
+        return Learned(lookup, self.neural.copy(), self.rounds)
 
     def choose(self, context, k_cap, lookup, neural_available) -> Choice:
         best, best_rate = NONE, 1.0 / self.costs.verify(1)
@@ -137,6 +166,7 @@ class CostPolicy:
         return best
 
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
+        self.rounds += 1
         if choice.source == "prompt_lookup":
             self.lookup[min(choice.bucket, max(LOOKUP_PRIOR))].record(proposed, accepted)
         elif choice.source == "neural":
