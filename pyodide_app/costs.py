@@ -1,13 +1,13 @@
-"""What a round costs on this device: the champion's verify time by row count and the neural draft's
-time per token, measured once per engine and kind of sampling (the `auto` scheduler's inputs, see
-proposers/auto.py).
+"""What a round costs on this device: the champion's verify time by row count and the neural draft's time per
+token, measured once per engine and kind of sampling (the `auto` scheduler's inputs, see proposers/auto.py).
 
-Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at
-once (so V(T) holds one processed row, and when sampling the residual sample that follows a rejection),
-after a 64-token context, best of two, at T in MEASURED_ROWS; other T are interpolated linearly. When
-sampling, every further row a round reads costs the processing of a row (softmax, top-p) on top:
-row_ms = V_sampled(1) - V_greedy(1). The measurement runs as Steps (waits.py), so the browser's
-asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
+Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at once (so
+V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
+64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. The
+draft's cost is a one-token proposal through the neural proposer itself. When sampling, every further row a
+round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1). The
+measurement runs as Steps (waits.py), so the browser's asynchronous CPU champion and draft runtime can be
+timed too. KV caches are forgotten after.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ CONTEXT = tuple(100 + i for i in range(64))
 @dataclass(frozen=True)
 class CostModel:
     verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
-    draft_step_ms: float | None  # one neural draft step (one token); None without a draft
+    draft_step_ms: float | None  # one neural draft step (one token, the proposer's work included); None: no draft
     row_ms: float = 0.0  # processing one more verified row (0 when greedy: an argmax)
 
     def verify(self, rows: int) -> float:
@@ -73,10 +73,11 @@ def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
 
 
 def measure_costs(
-    champion, draft_runtime, t_max: int, settings: SamplingSettings = GREEDY, repeats: int = 2
+    champion, draft, t_max: int, settings: SamplingSettings = GREEDY, repeats: int = 3
 ) -> Generator[Wait, None, CostModel]:
     """Verify time for T = 1..t_max (rows per call; k_max + 1) at `settings`, the time of one more processed
-    row, and the draft's step time."""
+    row, and the time of a one-token proposal of `draft` (the neural proposer at the request's settings,
+    or None)."""
     rows = sorted({min(r, t_max) for r in MEASURED_ROWS})
     best = yield from verify_ms_by_rows(champion, rows, repeats, settings)
     row_ms = 0.0
@@ -84,8 +85,8 @@ def measure_costs(
         plain = yield from verify_ms_by_rows(champion, [1], repeats, GREEDY)
         row_ms = max(0.0, best[1] - plain[1])
     draft_ms = None
-    if draft_runtime is not None:
-        draft_ms = yield from _draft_step_ms(draft_runtime, repeats)
+    if draft is not None:
+        draft_ms = yield from time_draft_step(draft, repeats, settings)
     return CostModel(interpolate(best, t_max), draft_ms, row_ms)
 
 
@@ -117,16 +118,20 @@ def verify_ms_by_rows(
     return best
 
 
-def _draft_step_ms(runtime, repeats: int) -> Generator[Wait, None, float]:
-    runtime.reset()
-    token, _ = yield from settle(runtime.step(list(CONTEXT[:32]), 0.0, 1.0))
+def time_draft_step(draft, repeats: int, settings: SamplingSettings = GREEDY) -> Generator[Wait, None, float]:
+    """Best-of-`repeats` ms of a one-token proposal after a 32-token context that grows by a token per call,
+    as a round's does: the draft runtime's step and the proposer's own work on its row (reading the q row,
+    its entropy for the stop), which the runtime's step alone leaves out. The draft's cache is reset after."""
+    draft.reset()
     best = float("inf")
     for repeat in range(repeats + 1):
+        context = CONTEXT[: 32 + repeat]
+        draws = None if settings.greedy else SeededDraws(repeat)
         began = time.perf_counter()
-        token, _ = yield from settle(runtime.step([token], 0.0, 1.0))
+        yield from settle(draft.propose(context, 1, repeat, draws))
         if repeat:
             best = min(best, (time.perf_counter() - began) * 1000)
-    runtime.reset()
+    draft.reset()
     return best
 
 

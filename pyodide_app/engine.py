@@ -295,7 +295,8 @@ class Engine:
         request's events."""
         kind = cost_kind(settings)
         if kind not in self.costs:
-            self.costs[kind] = yield from measure_costs(self.champion, self.draft_runtime, self.k_max + 1, settings)
+            draft = proposer.neural  # the request's neural proposer (its temperature and stop), or None
+            self.costs[kind] = yield from measure_costs(self.champion, draft, self.k_max + 1, settings)
         proposer.policy.costs = self.costs[kind]
         yield from events
 
