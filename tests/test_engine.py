@@ -185,7 +185,7 @@ def test_wrong_residual_is_detected_by_the_same_test(gpu, synth_package, negativ
         negative_control=negative_control,
     )
     draft = sharp_self_draft(synth_package)
-    engine._proposer = lambda request: draft  # the same chi-square test, with a draft that rejects often
+    engine._proposer = lambda request, prompt: draft  # the same chi-square test, with a draft that rejects often
     content = "the capital of france is paris. the capital of"
     prompt = engine.encode_prompt([{"role": "user", "content": content}])
     law = exact_first_tokens(engine.champion, prompt, SamplingSettings(temperature=1.0, top_p=0.5))
