@@ -397,7 +397,7 @@ def test_auto_carries_a_conversations_counts_into_its_greedy_turns_only(synth_en
     follow_up = [*opening, answer, question]
     second, earlier = turn(follow_up, temperature=0)
     assert earlier == first["speculative"]["rounds"]
-    third, earlier = turn([*follow_up, {"role": "assistant", "content": second["text"]}, opening[0]], temperature=0)
+    _, earlier = turn([*follow_up, {"role": "assistant", "content": second["text"]}, opening[0]], temperature=0)
     assert earlier == first["speculative"]["rounds"] + second["speculative"]["rounds"]
     sampled, earlier = turn(follow_up, temperature=1.0, seed=5)
     assert earlier == 0

@@ -123,6 +123,9 @@ class Learned:
     neural: PositionStats
     rounds: int  # published rounds these counts come from
 
+    def copy(self) -> "Learned":
+        return Learned({n: stats.copy() for n, stats in self.lookup.items()}, self.neural.copy(), self.rounds)
+
 
 class CostPolicy:
     def __init__(self, costs: CostModel, neural_prior: float = NEURAL_PRIOR, earlier: Learned | None = None):
@@ -133,19 +136,17 @@ class CostPolicy:
         self.reset()
 
     def reset(self) -> None:
+        """Start from the earlier answers' counts (a copy), else from the priors alone."""
         if self.earlier is None:
-            self.lookup = {n: PositionStats(*priors) for n, priors in LOOKUP_PRIOR.items()}
-            self.neural = PositionStats(self.neural_prior)
-            self.rounds = 0
+            priors = {n: PositionStats(*prior) for n, prior in LOOKUP_PRIOR.items()}
+            start = Learned(priors, PositionStats(self.neural_prior), 0)
         else:
-            self.lookup = {n: stats.copy() for n, stats in self.earlier.lookup.items()}
-            self.neural = self.earlier.neural.copy()
-            self.rounds = self.earlier.rounds
+            start = self.earlier.copy()
+        self.lookup, self.neural, self.rounds = start.lookup, start.neural, start.rounds
 
     def learned(self) -> Learned:
         """The counts so far (earlier answers' included), for the conversation's next answer."""
-        lookup = {n: stats.copy() for n, stats in self.lookup.items()}
-        return Learned(lookup, self.neural.copy(), self.rounds)
+        return Learned(self.lookup, self.neural, self.rounds).copy()
 
     def choose(self, context, k_cap, lookup, neural_available) -> Choice:
         best, best_rate = NONE, 1.0 / self.costs.verify(1)
