@@ -50,7 +50,8 @@ def test_a_sampled_round_pays_for_every_row_it_reads():
     assert CostPolicy(fixed_costs(verify, None)).choose(REPETITIVE, 1, lookup, False).source == "prompt_lookup"
     # n = 3's first position: 1.7 tokens in 12 + 0.7 * 8 ms is slower than one token in 10 ms
     assert LOOKUP_PRIOR[3][0] == 0.7
-    assert CostPolicy(fixed_costs(verify, None, row_ms=8.0)).choose(REPETITIVE, 1, lookup, False) == NONE
+    formula_only = CostPolicy(fixed_costs(verify, None, row_ms=8.0), probe_tolerance=0.0)
+    assert formula_only.choose(REPETITIVE, 1, lookup, False) == NONE
     assert fixed_costs(verify, None, row_ms=8.0).round_ms(2, 1.7) == pytest.approx(12 + 0.7 * 8)
 
 
@@ -107,7 +108,7 @@ def test_a_long_match_is_trusted_more_than_a_short_one():
     """Measured: a copy after a 6-token match is right 95% of the time, after a 3-token match 70% (long
     documents repeat short phrases with other continuations). With rows at 0.7 of a forward, only the long
     match pays; a prior flat in n (policy version 2 stopped at n = 3) drafts both or neither."""
-    policy = CostPolicy(fixed_costs([10.0 + 7.0 * t for t in range(9)], None))
+    policy = CostPolicy(fixed_costs([10.0 + 7.0 * t for t in range(9)], None), probe_tolerance=0.0)
     continuation = (1, 2, 3, 4, 5)
     assert policy.choose([0], 5, (3, continuation), False) == NONE
     long_match = policy.choose([0], 5, (6, continuation), False)
@@ -116,7 +117,7 @@ def test_a_long_match_is_trusted_more_than_a_short_one():
 
 
 def test_lookup_statistics_are_kept_per_match_length():
-    policy = CostPolicy(fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None))
+    policy = CostPolicy(fixed_costs([10.0, 13.0, 16.0, 19.0, 22.0, 25.0, 28.0, 31.0, 34.0], None), probe_tolerance=0)
     long_match, short_match = (3, (1, 2, 3)), (1, (1, 2, 3))
     assert policy.choose([0], 3, long_match, False).source == "prompt_lookup"
     assert policy.choose([0], 3, short_match, False) == NONE  # prior 0.15 does not pay for 0.3 of a forward
@@ -125,6 +126,23 @@ def test_lookup_statistics_are_kept_per_match_length():
     assert policy.choose([0], 3, short_match, False).source == "prompt_lookup"  # n = 1 matches proved right
     assert policy.lookup[3].reached == []  # the n = 3 statistics were not touched
     assert set(policy.lookup) == set(LOOKUP_PRIOR)
+
+
+def test_an_untried_match_length_gets_one_cheap_probe():
+    """Measured in the page: on repetitive text 1-token matches were right far more often than their prior
+    0.15, and auto, which learns a match length's rate only from rounds that draft after it, never tried
+    them. Where a one-token round is predicted less than 10% slower than none, an untried n gets one; its
+    outcome decides the rounds after it; where a row costs a forward, it gets none."""
+    page = fixed_costs([71.2, 84.7, 98.2, 108.9, 119.6, 128.5, 137.4, 146.2, 155.1], None)  # greedy, Firefox
+    short = (1, (1, 2, 3))
+    assert CostPolicy(page, probe_tolerance=0).choose([0], 4, short, False) == NONE  # the formula alone
+    assert CostPolicy(page).choose([0], 4, short, False) == Choice("prompt_lookup", 1, 1)  # 1.15/84.7 vs 1/71.2
+    failed, right = CostPolicy(page), CostPolicy(page)
+    failed.observe(Choice("prompt_lookup", 1, 1), proposed=1, accepted=0)
+    right.observe(Choice("prompt_lookup", 1, 1), proposed=1, accepted=1)
+    assert failed.choose([0], 4, short, False) == NONE
+    assert right.choose([0], 4, short, False).source == "prompt_lookup"
+    assert CostPolicy(STEEP).choose(REPETITIVE, 4, short, False) == NONE
 
 
 def test_a_conversations_earlier_counts_carry_into_its_next_answer_and_survive_reset():
