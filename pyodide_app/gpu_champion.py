@@ -52,6 +52,7 @@ MATMUL_VARIANTS = {  # pipeline name -> (entry point, override constants)
 }
 COLUMNS_PER_INVOCATION = 8
 COLUMNS_PER_SPLIT_GROUP = 8
+COLUMNS_WORKGROUP = 32  # invocations per workgroup of the columns family (see matmul_columns.wgsl)
 PREFILL_ROWS = 64  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {ResultKind.SAMPLE: "sample", ResultKind.BONUS: "bonus", ResultKind.CORRECTION: "correction"}
@@ -87,9 +88,11 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
     return "\n".join(lines) + "\n" + wgsl_declarations()
 
 
-def matmul_source(source: str, uniform_vec4s: int | None) -> str:
+def matmul_source(source: str, uniform_vec4s: int | None, workgroup: int = WORKGROUP) -> str:
     """A matmul kernel file with its activations declared: a uniform array of `uniform_vec4s` vec4s
-    (one load serves every lane; needs T_max * K * 4 bytes within the uniform binding limit), or storage."""
+    (one load serves every lane; needs T_max * K * 4 bytes within the uniform binding limit), or storage;
+    workgroup: invocations per workgroup of the columns family (MATMUL_WORKGROUP)."""
+    source = f"const MATMUL_WORKGROUP: u32 = {workgroup}u;\n" + source
     if uniform_vec4s:
         declaration = f"var<uniform> x: array<vec4<f32>, {uniform_vec4s}>;"
     else:
@@ -122,6 +125,7 @@ class GPUChampion:
         progress: Callable[[int, int], None] | None = None,
         kernels: str = "auto",
         prefill_rows: int = PREFILL_ROWS,
+        columns_workgroup: int = COLUMNS_WORKGROUP,
     ):
         """progress(bytes_uploaded, total): called after each weight tensor reaches the GPU.
         kernels: a matmul family of KERNEL_FAMILIES, or "auto" (time each at load, keep the fastest;
@@ -137,6 +141,7 @@ class GPUChampion:
         self.t_max = k_max + 1
         self.context_limit = min(context_limit or config.context_length, config.context_length)
         self.prefill_rows = max(self.t_max, min(prefill_rows, self.context_limit))
+        self.columns_workgroup = columns_workgroup
         self.calls = 0
         self.wait_seconds = 0.0  # time blocked on read-backs (the device finishing the submitted work)
         self.tensor_info = tensors = manifest["champion"]["tensors"]
@@ -168,8 +173,8 @@ class GPUChampion:
         uniform_vec4s = self.t_max * self.k_widest // 4 if self.uniform_activations else None
         for family in families:
             source = shader_source(f"matmul_{family}")
-            code = header + common + matmul_source(source, uniform_vec4s)
-            prefill_code = prefill_header + common + matmul_source(source, None)
+            code = header + common + matmul_source(source, uniform_vec4s, columns_workgroup)
+            prefill_code = prefill_header + common + matmul_source(source, None, columns_workgroup)
             for name, (entry, constants) in MATMUL_VARIANTS.items():
                 self.pipelines[f"{family}.{name}"] = gpu.create_pipeline(code, entry, f"{family}.{name}", constants)
                 self.pipelines[f"prefill.{family}.{name}"] = gpu.create_pipeline(
@@ -333,7 +338,8 @@ class GPUChampion:
             Binding(y),
         ]
         if family == "columns":
-            count = groups((n + COLUMNS_PER_INVOCATION - 1) // COLUMNS_PER_INVOCATION)
+            invocations = (n + COLUMNS_PER_INVOCATION - 1) // COLUMNS_PER_INVOCATION
+            count = (invocations + self.columns_workgroup - 1) // self.columns_workgroup
         else:
             count = (n + COLUMNS_PER_SPLIT_GROUP - 1) // COLUMNS_PER_SPLIT_GROUP
         return pipeline, bindings, lambda rows: (count, 1, 1)

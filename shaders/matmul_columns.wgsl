@@ -5,7 +5,8 @@
 //         scales[i] = f16 d | f16 m << 16; value d*q + m.
 //   Q8_0: quants[2i], quants[2i + 1] (32 int8), scales[i] = f16 d; value d*q.
 // x: f32 [rows, K] as vec4s, bound as a uniform buffer where it fits (one load serves every lane), else storage.
-// y: f32 [rows, N]. Dispatch: (ceil(N / COLUMNS / 64), 1, 1).
+// y: f32 [rows, N]. Dispatch: (ceil(N / COLUMNS / MATMUL_WORKGROUP), 1, 1); MATMUL_WORKGROUP is prepended by
+// the host (32: a CPU rasteriser runs each workgroup on one thread, and N = 576 is 72 invocations).
 // Each invocation owns COLUMNS = 8 adjacent columns for every row: a block's weights are loaded and unpacked
 // to floats once for all rows, and each activation load serves 8 columns.
 // Batch invariance: column n of row t is the sum over blocks b = 0, 1, ... (ascending) of that block's dot
@@ -121,13 +122,13 @@ fn columns_q8_0(n0: u32) {
     store(n0, &acc_lo, &acc_hi);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MATMUL_WORKGROUP)
 fn matmul_q4_1(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x * COLUMNS >= shape.n) { return; }
     columns_q4_1(id.x * COLUMNS);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(MATMUL_WORKGROUP)
 fn matmul_q8_0(@builtin(global_invocation_id) id: vec3<u32>) {
     if (id.x * COLUMNS >= shape.n) { return; }
     columns_q8_0(id.x * COLUMNS);

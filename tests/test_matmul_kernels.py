@@ -73,12 +73,12 @@ def test_repack_copies_every_block_exactly(gpu, fmt):
 class MatmulRig:
     """One family's four entry points on one weight tensor, with buffers for up to T_MAX rows."""
 
-    def __init__(self, gpu, family: str, fmt: str, uniform_activations: bool):
+    def __init__(self, gpu, family: str, fmt: str, uniform_activations: bool, workgroup: int = 64):
         self.gpu, self.family, self.fmt = gpu, family, fmt
         self.tensor = weights(fmt)
         self.weight = upload(gpu, self.tensor)
         self.x_vec4s = T_MAX * K // 4
-        source = matmul_source(shader(f"matmul_{family}"), self.x_vec4s if uniform_activations else None)
+        source = matmul_source(shader(f"matmul_{family}"), self.x_vec4s if uniform_activations else None, workgroup)
         code = f"const TMAX: u32 = {T_MAX}u;\n" + wgsl_declarations() + shader("common") + source
         self.params = gpu.create_buffer(16, "params", usage="uniform")
         shape = gpu.create_buffer(16, "shape", usage="uniform")
@@ -99,7 +99,7 @@ class MatmulRig:
             label = f"matmul_{fmt}{'_add' if add else ''}"
             pipeline = gpu.create_pipeline(code, f"matmul_{fmt}", label, {"ACCUMULATE": add})
             self.steps[add] = (pipeline, gpu.create_bind_group(pipeline, bindings, label))
-        per_group = COLUMNS_PER_INVOCATION * 64 if family == "columns" else COLUMNS_PER_SPLIT_GROUP
+        per_group = COLUMNS_PER_INVOCATION * workgroup if family == "columns" else COLUMNS_PER_SPLIT_GROUP
         self.workgroups = (-(-N // per_group), 1, 1)
 
     def run(self, x: np.ndarray, y0: np.ndarray | None = None) -> np.ndarray:
@@ -114,17 +114,21 @@ class MatmulRig:
         return np.frombuffer(self.gpu.read_buffer(self.y, 0, rows * N * 4), np.float32).reshape(rows, N)
 
 
+# The columns family with 64-invocation workgroups (one workgroup here) and with 1-invocation workgroups
+# (one per 8 columns: N = 13 needs two, so a kernel that indexes columns by the local id instead of the
+# global one fails).
 CASES = [
-    (family, fmt, uniform)
+    (family, fmt, uniform, workgroup)
     for family in KERNEL_FAMILIES
     for fmt in ("q4_1", "q8_0")
     for uniform in ((True, False) if family == "columns" else (False,))
+    for workgroup in ((64, 1) if family == "columns" else (64,))
 ]
 
 
-@pytest.mark.parametrize("family,fmt,uniform", CASES)
-def test_matmul_family_matches_float64_and_is_batch_invariant(gpu, family, fmt, uniform):
-    rig = MatmulRig(gpu, family, fmt, uniform)
+@pytest.mark.parametrize("family,fmt,uniform,workgroup", CASES)
+def test_matmul_family_matches_float64_and_is_batch_invariant(gpu, family, fmt, uniform, workgroup):
+    rig = MatmulRig(gpu, family, fmt, uniform, workgroup)
     w = dequantize(rig.tensor).astype(np.float64)  # [N, K]
     rng = np.random.default_rng(7)
     x = rng.standard_normal((T_MAX, K)).astype(np.float32)
