@@ -14,6 +14,7 @@ they are ever read, so rollback is just passing the committed length.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from array import array
@@ -23,7 +24,7 @@ from .acceptance import FLOAT_RESIDUAL_FLOOR, Decision, FullRow, PointMass, Redu
 from .champion import CachedPrefix, VerifyRequest
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
-from .gpu_weights import WeightUploader, byte_range, largest_binding
+from .gpu_weights import FUSED_PROJECTIONS, WeightUploader, byte_range, fuse_projections, largest_binding
 from .kernel_abi import (
     PARAMS,
     RESULT_BYTES,
@@ -79,6 +80,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
         "V": config.vocab_size,
         "CTX": capacity,
         "TMAX": t_max,
+        "QKV": (config.n_heads + 2 * config.n_kv_heads) * config.head_dim,  # a row of the q|k|v projections
     }
     lines = [f"const {name}: u32 = {value}u;" for name, value in values.items()]
     lines.append(f"const EPS: f32 = {config.rms_eps!r};")
@@ -144,7 +146,8 @@ class GPUChampion:
         self.columns_workgroup = columns_workgroup
         self.calls = 0
         self.wait_seconds = 0.0  # time blocked on read-backs (the device finishing the submitted work)
-        self.tensor_info = tensors = manifest["champion"]["tensors"]
+        # q/k/v and gate/up as one matmul each where their formats match (gpu_weights.fuse_projections)
+        self.tensor_info = tensors = fuse_projections(manifest["champion"]["tensors"], config.n_layers)
         largest = max(
             largest_binding(tensors),
             self.t_max * config.vocab_size * 4,
@@ -165,9 +168,7 @@ class GPUChampion:
         common = shader_source("common")
         self.pipelines = {}
         for name in SHADER_FILES[1:]:
-            code = header + common + shader_source(name)
-            for entry in self._entry_points(name):
-                self.pipelines[entry] = gpu.create_pipeline(code, entry, entry)
+            self.pipelines[name] = gpu.create_pipeline(header + common + shader_source(name), name, name)
         families = KERNEL_FAMILIES if kernels == "auto" else (kernels,)
         prefill_header = constants_header(config, self.context_limit, self.prefill_rows, negative_control)
         uniform_vec4s = self.t_max * self.k_widest // 4 if self.uniform_activations else None
@@ -271,12 +272,11 @@ class GPUChampion:
         matmul_input = t * self.k_widest * f32
         usage = "storage+uniform" if self.uniform_activations else "storage"
         self.h = gpu.create_buffer(matmul_input, "h", usage=usage)  # [t, D]: the normed stream
-        self.q = gpu.create_buffer(t * c.n_heads * c.head_dim * f32, "q")  # [t, H, HD]
-        self.k_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "k_new")  # [t, KVH, HD]
-        self.v_new = gpu.create_buffer(t * c.n_kv_heads * c.head_dim * f32, "v_new")  # [t, KVH, HD]
+        self.qkv_width = (c.n_heads + 2 * c.n_kv_heads) * c.head_dim
+        self.qkv = gpu.create_buffer(t * self.qkv_width * f32, "qkv")  # [t, QKV]: row = q [H*HD] | k | v [KVH*HD]
         self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)  # [t, H * HD]: attention output
-        self.gate = gpu.create_buffer(matmul_input, "gate", usage=usage)  # [t, FFN]: gate, then silu(gate) * up
-        self.up = gpu.create_buffer(t * c.d_ffn * f32, "up")  # [t, FFN]
+        self.gate_up = gpu.create_buffer(t * 2 * c.d_ffn * f32, "gate_up")  # [t, 2 * FFN]: row = gate | up
+        self.act = gpu.create_buffer(matmul_input, "act", usage=usage)  # [t, FFN]: silu(gate) * up
         self.logits = gpu.create_buffer(self.t_max * c.vocab_size * f32, "logits")  # [T_max, V]
         kv_bytes = c.n_kv_heads * self.context_limit * c.head_dim * f32  # per layer: [KVH, CTX, HD]
         self.k_cache = [gpu.create_buffer(kv_bytes, f"k_cache.{i}") for i in range(c.n_layers)]
@@ -291,13 +291,7 @@ class GPUChampion:
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")  # [2, V]: processed row, residual
         self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")  # kernel_abi.VERIFY_RESULT
         self.shapes = {}
-        activations = (
-            t * c.d_model
-            + t * c.n_heads * c.head_dim
-            + 2 * t * c.n_kv_heads * c.head_dim
-            + t * c.d_ffn
-            + 3 * t * self.k_widest
-        )
+        activations = t * c.d_model + t * self.qkv_width + 2 * t * c.d_ffn + 3 * t * self.k_widest
         verify = (
             (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words
         )  # q rows, id map, work, presence
@@ -306,22 +300,20 @@ class GPUChampion:
         ) * f32  # tokens, activations, logits, verify
         self.kv_bytes = 2 * c.n_layers * kv_bytes
 
-    def _shape(self, k: int, n: int):
-        if (k, n) not in self.shapes:
-            buffer = self.gpu.create_buffer(SHAPE.size, f"shape.{k}x{n}", usage="uniform")
-            self.gpu.write_buffer(buffer, 0, SHAPE.pack(k=k, n=n))
-            self.shapes[(k, n)] = buffer
-        return self.shapes[(k, n)]
-
-    @staticmethod
-    def _entry_points(name: str) -> tuple[str, ...]:
-        return {"rope_kv": ("rope_q", "store_kv")}.get(name, (name,))
+    def _shape(self, k: int, n: int, y_stride: int, y_offset: int):
+        key = (k, n, y_stride, y_offset)
+        if key not in self.shapes:
+            buffer = self.gpu.create_buffer(SHAPE.size, f"shape.{k}x{n}.{y_stride}+{y_offset}", usage="uniform")
+            self.gpu.write_buffer(buffer, 0, SHAPE.pack(k=k, n=n, y_stride=y_stride, y_offset=y_offset))
+            self.shapes[key] = buffer
+        return self.shapes[key]
 
     # -- the dispatch plan -------------------------------------------------
 
-    def _matmul(self, family: str, x, weight_name: str, y, add: bool = False, prefill: bool = False):
+    def _matmul(self, family: str, x, weight_name: str, y, add: bool = False, prefill: bool = False, y_columns=None):
         """(pipeline, bindings, workgroups(T)) for y = x @ W^T (or y +=) with a kernel family; prefill: the
-        pipelines built for prefill_rows rows (activations in storage)."""
+        pipelines built for prefill_rows rows (activations in storage); y_columns: (row stride, offset) of
+        the output in a buffer shared with other projections (default: rows of n, from 0)."""
         weight = self.weights[weight_name]
         k, n = self.tensor_info[weight_name]["shape"]
         pipeline = self.pipelines[
@@ -331,7 +323,7 @@ class GPUChampion:
         x_binding = Binding(x, 0, self.t_max * self.k_widest * 4) if uniform_x else Binding(x)
         bindings = [
             Binding(self.params),
-            Binding(self._shape(k, n)),
+            Binding(self._shape(k, n, *(y_columns or (n, 0)))),
             x_binding,
             weight.quants(),
             weight.scales(),
@@ -372,33 +364,25 @@ class GPUChampion:
                 lambda rows: (rows, 1, 1),
                 f"l{i}.attn_norm",
             )
-            for part, out in (("attn_q", self.q), ("attn_k", self.k_new), ("attn_v", self.v_new)):
-                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
-                add(pipeline, bindings, workgroups, f"l{i}.{part}")
+            for step in self._projections(family, i, "attn_qkv", self.qkv, prefill):
+                add(*step)
             add(
-                "rope_q",
-                [Binding(self.params), Binding(self.rope), Binding(self.q)],
-                lambda rows: (groups(c.n_heads * c.head_dim // 2), rows, 1),
-                f"l{i}.rope_q",
-            )
-            add(
-                "store_kv",
+                "rope_kv",
                 [
                     Binding(self.params),
                     Binding(self.rope),
-                    Binding(self.k_new),
-                    Binding(self.v_new),
+                    Binding(self.qkv),
                     Binding(self.k_cache[i]),
                     Binding(self.v_cache[i]),
                 ],
-                lambda rows: (groups(c.n_kv_heads * c.head_dim // 2), rows, 1),
-                f"l{i}.store_kv",
+                lambda rows: (groups((c.n_heads + c.n_kv_heads) * c.head_dim // 2), rows, 1),
+                f"l{i}.rope_kv",
             )
             add(
                 "attention",
                 [
                     Binding(self.params),
-                    Binding(self.q),
+                    Binding(self.qkv),
                     Binding(self.k_cache[i]),
                     Binding(self.v_cache[i]),
                     Binding(self.attn),
@@ -416,17 +400,16 @@ class GPUChampion:
                 lambda rows: (rows, 1, 1),
                 f"l{i}.ffn_norm",
             )
-            for part, out in (("ffn_gate", self.gate), ("ffn_up", self.up)):
-                pipeline, bindings, workgroups = self._matmul(family, self.h, w(part), out, prefill=prefill)
-                add(pipeline, bindings, workgroups, f"l{i}.{part}")
+            for step in self._projections(family, i, "ffn_gate_up", self.gate_up, prefill):
+                add(*step)
             add(
                 "swiglu",
-                [Binding(self.params), Binding(self.gate), Binding(self.up)],
+                [Binding(self.params), Binding(self.gate_up), Binding(self.act)],
                 lambda rows: (groups(c.d_ffn), rows, 1),
                 f"l{i}.swiglu",
             )
             pipeline, bindings, workgroups = self._matmul(
-                family, self.gate, w("ffn_down"), self.x, add=True, prefill=prefill
+                family, self.act, w("ffn_down"), self.x, add=True, prefill=prefill
             )
             add(pipeline, bindings, workgroups, f"l{i}.ffn_down")
         if prefill:
@@ -440,6 +423,21 @@ class GPUChampion:
         head = "token_embd.weight" if c.tied_embeddings else "output.weight"
         pipeline, bindings, workgroups = self._matmul(family, self.h, head, self.logits)
         add(pipeline, bindings, workgroups, "head")
+        return steps
+
+    def _projections(self, family: str, layer: int, fused: str, y, prefill: bool) -> list:
+        """(pipeline, bindings, workgroups, label) of the matmuls from the normed stream h into y's rows of
+        FUSED_PROJECTIONS[fused]: one where the weights were joined at load, else one per part, each writing
+        its own columns of the row. Every column is the same dot product either way (bitwise)."""
+        joined = f"blk.{layer}.{fused}.weight"
+        if joined in self.weights:
+            return [(*self._matmul(family, self.h, joined, y, prefill=prefill), f"l{layer}.{fused}")]
+        names = [f"blk.{layer}.{part}.weight" for part in FUSED_PROJECTIONS[fused]]
+        widths = [self.tensor_info[name]["shape"][1] for name in names]
+        steps = []
+        for part, name, offset in zip(FUSED_PROJECTIONS[fused], names, itertools.accumulate([0] + widths)):
+            step = self._matmul(family, self.h, name, y, prefill=prefill, y_columns=(sum(widths), offset))
+            steps.append((*step, f"l{layer}.{part}"))
         return steps
 
     def _verify_step(self) -> Dispatch:

@@ -72,6 +72,32 @@ def largest_binding(tensors: dict) -> int:
     return max(sizes)
 
 
+# Projections that read the same input, run as one matmul when their weights share a format:
+# fused name -> parts, in the order of their columns in the output row.
+FUSED_PROJECTIONS = {"attn_qkv": ("attn_q", "attn_k", "attn_v"), "ffn_gate_up": ("ffn_gate", "ffn_up")}
+
+
+def fuse_projections(tensors: dict, n_layers: int) -> dict:
+    """The manifest's tensors with each layer's q/k/v and gate/up projections joined into one tensor
+    (blk.i.attn_qkv.weight: shape [K, Nq + Nk + Nv], parts q's then k's then v's) where they share a format
+    and K. GGUF stores a tensor's blocks row by row (output feature n, then its K/32 blocks), so the parts'
+    bytes in order are exactly the joined tensor's blocks. Projections with mixed formats stay apart."""
+    fused = dict(tensors)
+    for layer in range(n_layers):
+        for name, parts in FUSED_PROJECTIONS.items():
+            entries = [tensors[f"blk.{layer}.{part}.weight"] for part in parts]
+            if len({(e["format"], e["shape"][0]) for e in entries}) != 1 or entries[0]["format"] == "f32":
+                continue
+            for part in parts:
+                del fused[f"blk.{layer}.{part}.weight"]
+            fused[f"blk.{layer}.{name}.weight"] = {
+                "format": entries[0]["format"],
+                "shape": [entries[0]["shape"][0], sum(e["shape"][1] for e in entries)],
+                "parts": [p for e in entries for p in e["parts"]],
+            }
+    return fused
+
+
 def repack_grid(blocks: int) -> tuple[int, int, int]:
     groups = -(-blocks // WORKGROUP)
     x = min(groups, MAX_GROUPS_X)

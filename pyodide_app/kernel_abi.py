@@ -89,9 +89,11 @@ PARAMS = Struct(
 )
 SHAPE = Struct(
     "Shape",
-    [  # a matmul's weight shape; one buffer per (k, n), written at load
+    [  # a matmul's weight shape and where its outputs go; one buffer per distinct value, written at load
         Field("k", "u32", "input features (the reduction length)"),
         Field("n", "u32", "output features"),
+        Field("y_stride", "u32", "elements from one output row to the next (n, or more in a shared buffer)"),
+        Field("y_offset", "u32", "output column 0's element in row 0 (its place in a shared buffer)"),
     ],
 )
 REPACK = Struct(

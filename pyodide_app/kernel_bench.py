@@ -55,6 +55,8 @@ def sweep_summary(times: dict[int, list[float]]) -> list[dict]:
 
 
 KERNEL_KINDS = {  # dispatch label suffix -> kind, for profiles
+    "attn_qkv": "matmul",
+    "ffn_gate_up": "matmul",
     "attn_q": "matmul",
     "attn_k": "matmul",
     "attn_v": "matmul",
@@ -66,8 +68,7 @@ KERNEL_KINDS = {  # dispatch label suffix -> kind, for profiles
     "attn_norm": "rmsnorm",
     "ffn_norm": "rmsnorm",
     "output_norm": "rmsnorm",
-    "rope_q": "rope + kv store",
-    "store_kv": "rope + kv store",
+    "rope_kv": "rope + kv store",
     "attention": "attention",
     "swiglu": "swiglu",
     "embed": "embed",

@@ -1,5 +1,5 @@
 // attention.wgsl — causal grouped-query attention over the KV cache.
-// q: f32 [rows, H*HD] (rotated); k_cache, v_cache: f32 [KVH, CTX, HD]; out: f32 [rows, H*HD]; all read as
+// q: the q part of qkv f32 [rows, QKV] (rope_kv.wgsl; rotated); k_cache, v_cache: f32 [KVH, CTX, HD]; out: f32 [rows, H*HD]; all read as
 // vec4s (HD4 = HD/4 per head row), so a key or value row is HD4 loads.
 // Row t (absolute position p = position + t) of head h reads KV head h / (H / KVH), keys 0..p.
 // Dispatch: (H, rows), one workgroup of 64 per (head, row). Invocation l takes keys l, l+64, ...
@@ -8,7 +8,7 @@
 // order 0..63. The result depends on p and the cache, never on `rows`.
 const HD4: u32 = HD / 4u;
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> qkv: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k_cache: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
@@ -27,7 +27,7 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     let kv = head / (H / KVH);
     let keys = params.position + t + 1u;
     var query: array<vec4<f32>, HD4>;
-    for (var d = 0u; d < HD4; d++) { query[d] = q[(t * H + head) * HD4 + d]; }
+    for (var d = 0u; d < HD4; d++) { query[d] = qkv[t * (QKV / 4u) + head * HD4 + d]; }
 
     var m = NEG_BIG;
     var s = 0.0;

@@ -5,8 +5,9 @@
 //         scales[i] = f16 d | f16 m << 16; value d*q + m.
 //   Q8_0: quants[2i], quants[2i + 1] (32 int8), scales[i] = f16 d; value d*q.
 // x: f32 [rows, K] as vec4s, bound as a uniform buffer where it fits (one load serves every lane), else storage.
-// y: f32 [rows, N]. Dispatch: (ceil(N / COLUMNS / MATMUL_WORKGROUP), 1, 1); MATMUL_WORKGROUP is prepended by
-// the host (32: a CPU rasteriser runs each workgroup on one thread, and N = 576 is 72 invocations).
+// y: f32 rows of shape.y_stride elements; column n of row t at t * y_stride + y_offset + n (a shared buffer).
+// Dispatch: (ceil(N / COLUMNS / MATMUL_WORKGROUP), 1, 1); MATMUL_WORKGROUP is prepended by the host (32: a CPU
+// rasteriser runs each workgroup on one thread, and N = 576 is 72 invocations).
 // Each invocation owns COLUMNS = 8 adjacent columns for every row: a block's weights are loaded and unpacked
 // to floats once for all rows, and each activation load serves 8 columns.
 // Batch invariance: column n of row t is the sum over blocks b = 0, 1, ... (ascending) of that block's dot
@@ -65,7 +66,7 @@ fn store(n0: u32, acc_lo: ptr<function, array<vec4<f32>, TMAX>>, acc_hi: ptr<fun
             let n = n0 + c;
             if (n < shape.n) {
                 let value = select((*acc_hi)[t][c - 4u], (*acc_lo)[t][c], c < 4u);
-                let at = t * shape.n + n;
+                let at = t * shape.y_stride + shape.y_offset + n;
                 y[at] = select(value, y[at] + value, ACCUMULATE);
             }
         }

@@ -1,6 +1,7 @@
 // matmul_split.wgsl — y[t, n] (+)= sum_k x[t, k] * W[n, k] for t < rows, n < N; the "split" family, made for
 // hardware GPUs: many workgroups, and neighbouring invocations read neighbouring weight blocks.
-// W: the repacked layout of repack.wgsl (see matmul_columns.wgsl). x: f32 [rows, K] as vec4s; y: f32 [rows, N].
+// W: the repacked layout of repack.wgsl (see matmul_columns.wgsl). x: f32 [rows, K] as vec4s; y: as in
+// matmul_columns.wgsl (row stride shape.y_stride, column 0 at shape.y_offset).
 // Dispatch: (ceil(N / 8), 1, 1). Workgroup g owns columns 8g .. 8g + 7; invocation l = 8c + s takes column
 // 8g + c and the K slice s: blocks s, s + 8, s + 16, ... (ascending), for every row.
 // Reduction: the 8 slice sums of (t, column) are added in the fixed tree ((s0+s1)+(s2+s3))+((s4+s5)+(s6+s7)).
@@ -54,7 +55,7 @@ fn reduce_and_store(group: u32, l: u32, acc: ptr<function, array<f32, TMAX>>) {
                 + ((partial[p + 4u] + partial[p + 5u]) + (partial[p + 6u] + partial[p + 7u]));
         let n = group * 8u + pair % 8u;
         if (n < shape.n) {
-            let at = (pair / 8u) * shape.n + n;
+            let at = (pair / 8u) * shape.y_stride + shape.y_offset + n;
             y[at] = select(sum, y[at] + sum, ACCUMULATE);
         }
     }

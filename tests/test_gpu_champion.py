@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from build_tools.reference import ReferenceModel, read_champion
+from pyodide_app import gpu_champion
 from pyodide_app.acceptance import Decision, FullRow, PointMass, ReducedRow
 from pyodide_app.champion import VerifyRequest, decide
 from pyodide_app.errors import GPUUnsupported, TargetNumericError
 from pyodide_app.gpu import check_limits
 from pyodide_app.gpu_champion import KERNEL_FAMILIES, GPUChampion
+from pyodide_app.gpu_weights import fuse_projections
 from pyodide_app.kernel_abi import RESULT_BYTES
 from pyodide_app.orchestrator import Emitted, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings, process_row
@@ -126,6 +128,43 @@ def test_each_rows_logits_are_bitwise_identical_for_every_t(synth_each):
         batch = champion.read_logits(rows)
         for t in range(rows):
             assert np.array_equal(np.float32(batch[t]), np.float32(single[t])), f"row {t} differs at T={rows}"
+
+
+def test_joined_projections_equal_separate_ones_bitwise(gpu, synth_package, synth_each, monkeypatch):
+    """q/k/v (and gate/up) run as one matmul over weights joined at load; a package whose projections have
+    mixed formats runs them one by one into the same buffer. Both must give the same bits (each column
+    is the same dot product), and the joined form must really be in use: fewer dispatches."""
+    joined, _ = synth_each
+    monkeypatch.setattr(gpu_champion, "fuse_projections", lambda tensors, n_layers: tensors)
+    separate = load(gpu, synth_package, 128, kernels=joined.kernel_family)
+    layers = joined.config.n_layers
+    assert len(separate.plan(1)) == len(joined.plan(1)) + 3 * layers, "projections not joined"
+    tokens = [3, 14, 15, 92, 65]
+    for champion in (joined, separate):
+        champion.forget()
+        champion.prefill([2, 7, 1, 8])
+        champion.forward(tokens, 4)
+    assert np.array_equal(np.float32(joined.read_logits(5)), np.float32(separate.read_logits(5)))
+    assert kv_rows(joined, 9) == kv_rows(separate, 9)
+
+
+def test_projections_are_joined_only_where_formats_match():
+    def entry(fmt, n, shard):
+        return {"format": fmt, "shape": [64, n], "parts": [{"shard": shard, "offset": 0, "bytes": n}]}
+
+    tensors = {
+        "blk.0.attn_q.weight": entry("q4_1", 64, "q"),
+        "blk.0.attn_k.weight": entry("q4_1", 32, "k"),
+        "blk.0.attn_v.weight": entry("q8_0", 32, "v"),
+        "blk.0.ffn_gate.weight": entry("q4_1", 128, "g"),
+        "blk.0.ffn_up.weight": entry("q4_1", 128, "u"),
+    }
+    fused = fuse_projections(tensors, 1)
+    assert {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight"} <= set(fused)
+    assert "blk.0.attn_qkv.weight" not in fused
+    gate_up = fused["blk.0.ffn_gate_up.weight"]
+    assert gate_up["shape"] == [64, 256] and [p["shard"] for p in gate_up["parts"]] == ["g", "u"]
+    assert "blk.0.ffn_gate.weight" not in fused and "blk.0.ffn_up.weight" not in fused
 
 
 def kv_rows(champion, rows: int) -> list[bytes]:

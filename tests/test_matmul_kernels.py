@@ -82,7 +82,7 @@ class MatmulRig:
         code = f"const TMAX: u32 = {T_MAX}u;\n" + wgsl_declarations() + shader("common") + source
         self.params = gpu.create_buffer(16, "params", usage="uniform")
         shape = gpu.create_buffer(16, "shape", usage="uniform")
-        gpu.write_buffer(shape, 0, SHAPE.pack(k=K, n=N))
+        gpu.write_buffer(shape, 0, SHAPE.pack(k=K, n=N, y_stride=N, y_offset=0))
         self.x = gpu.create_buffer(T_MAX * K * 4, "x", usage="storage+uniform")
         self.y = gpu.create_buffer(T_MAX * N * 4, "y")
         x_binding = Binding(self.x, 0, self.x_vec4s * 16) if uniform_activations else Binding(self.x)
