@@ -1,7 +1,8 @@
 """Benchmark of the WGSL champion (not a test): verify-call time for T = 1..T_max as a ratio to T = 1,
 bytes read back per round, a profile by kernel kind at T = 1 and 5, and GPU memory by category.
 
-    .venv/bin/python scripts/bench_champion.py [--model DIR] [--repeats N] [--context N]
+    .venv/bin/python scripts/bench_champion.py [--model DIR] [--repeats N] [--context N] [--kernels F]
+                                               [--columns-workgroup N]
 
 Rounds are interleaved (T = 1, 2, ..., 9, 1, 2, ...) so machine drift hits every T alike; the
 table reports medians. Without --model the default package is built into a temporary folder.
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyodide_app.gpu_champion import GPUChampion  # noqa: E402
+from pyodide_app.gpu_champion import COLUMNS_WORKGROUP, GPUChampion  # noqa: E402
 from pyodide_app.kernel_abi import RESULT_BYTES  # noqa: E402
 from pyodide_app.kernel_bench import profile_by_kind, sweep_summary, verify_sweep  # noqa: E402
 from pyodide_app.native.wgpu_device import WgpuDevice  # noqa: E402
@@ -32,6 +33,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--context", type=int, default=1024)
     parser.add_argument("--kernels", default="auto", help="matmul family: auto (timed at load), columns or split")
+    parser.add_argument("--columns-workgroup", type=int, default=COLUMNS_WORKGROUP, help="invocations per workgroup")
     args = parser.parse_args()
     model = args.model
     if model is None:
@@ -50,6 +52,7 @@ def main() -> None:
         k_max=8,
         context_limit=args.context,
         kernels=args.kernels,
+        columns_workgroup=args.columns_workgroup,
     )
     load_s = time.perf_counter() - started
     summary = sweep_summary(verify_sweep(champion, args.repeats))
