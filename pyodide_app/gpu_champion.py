@@ -66,8 +66,14 @@ DRAFT_KINDS = {FullRow: DraftKind.FULL_ROWS, ReducedRow: DraftKind.REDUCED_ROWS,
 WORKGROUP = 64
 
 
-def groups(count: int) -> int:
-    return (count + WORKGROUP - 1) // WORKGROUP
+def groups(count: int, size: int = WORKGROUP) -> int:
+    """Workgroups of `size` invocations that cover `count` invocations."""
+    return (count + size - 1) // size
+
+
+def qkv_width(config: ModelConfig) -> int:
+    """Floats in a row of the q|k|v projections' output (H*HD + 2*KVH*HD)."""
+    return (config.n_heads + 2 * config.n_kv_heads) * config.head_dim
 
 
 def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_control: bool = False) -> str:
@@ -80,7 +86,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
         "V": config.vocab_size,
         "CTX": capacity,
         "TMAX": t_max,
-        "QKV": (config.n_heads + 2 * config.n_kv_heads) * config.head_dim,  # a row of the q|k|v projections
+        "QKV": qkv_width(config),
     }
     lines = [f"const {name}: u32 = {value}u;" for name, value in values.items()]
     lines.append(f"const EPS: f32 = {config.rms_eps!r};")
@@ -90,7 +96,7 @@ def constants_header(config: ModelConfig, capacity: int, t_max: int, negative_co
     return "\n".join(lines) + "\n" + wgsl_declarations()
 
 
-def matmul_source(source: str, uniform_vec4s: int | None, workgroup: int = WORKGROUP) -> str:
+def matmul_source(source: str, uniform_vec4s: int | None, workgroup: int) -> str:
     """A matmul kernel file with its activations declared: a uniform array of `uniform_vec4s` vec4s
     (one load serves every lane; needs T_max * K * 4 bytes within the uniform binding limit), or storage;
     workgroup: invocations per workgroup of the columns family (MATMUL_WORKGROUP)."""
@@ -272,8 +278,7 @@ class GPUChampion:
         matmul_input = t * self.k_widest * f32
         usage = "storage+uniform" if self.uniform_activations else "storage"
         self.h = gpu.create_buffer(matmul_input, "h", usage=usage)  # [t, D]: the normed stream
-        self.qkv_width = (c.n_heads + 2 * c.n_kv_heads) * c.head_dim
-        self.qkv = gpu.create_buffer(t * self.qkv_width * f32, "qkv")  # [t, QKV]: row = q [H*HD] | k | v [KVH*HD]
+        self.qkv = gpu.create_buffer(t * qkv_width(c) * f32, "qkv")  # [t, QKV]: row = q [H*HD] | k | v [KVH*HD]
         self.attn = gpu.create_buffer(matmul_input, "attn", usage=usage)  # [t, H * HD]: attention output
         self.gate_up = gpu.create_buffer(t * 2 * c.d_ffn * f32, "gate_up")  # [t, 2 * FFN]: row = gate | up
         self.act = gpu.create_buffer(matmul_input, "act", usage=usage)  # [t, FFN]: silu(gate) * up
@@ -291,7 +296,7 @@ class GPUChampion:
         self.work = gpu.create_buffer(2 * c.vocab_size * f32, "work")  # [2, V]: processed row, residual
         self.result = gpu.create_buffer(VERIFY_RESULT.size, "result")  # kernel_abi.VERIFY_RESULT
         self.shapes = {}
-        activations = t * c.d_model + t * self.qkv_width + 2 * t * c.d_ffn + 3 * t * self.k_widest
+        activations = t * c.d_model + t * qkv_width(c) + 2 * t * c.d_ffn + 3 * t * self.k_widest
         verify = (
             (self.t_max - 1) * c.vocab_size + c.vocab_size + 2 * c.vocab_size + self.presence_words
         )  # q rows, id map, work, presence
@@ -330,8 +335,7 @@ class GPUChampion:
             Binding(y),
         ]
         if family == "columns":
-            invocations = (n + COLUMNS_PER_INVOCATION - 1) // COLUMNS_PER_INVOCATION
-            count = (invocations + self.columns_workgroup - 1) // self.columns_workgroup
+            count = groups(groups(n, COLUMNS_PER_INVOCATION), self.columns_workgroup)
         else:
             count = (n + COLUMNS_PER_SPLIT_GROUP - 1) // COLUMNS_PER_SPLIT_GROUP
         return pipeline, bindings, lambda rows: (count, 1, 1)

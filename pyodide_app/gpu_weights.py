@@ -86,7 +86,7 @@ def fuse_projections(tensors: dict, n_layers: int) -> dict:
     for layer in range(n_layers):
         for name, parts in FUSED_PROJECTIONS.items():
             entries = [tensors[f"blk.{layer}.{part}.weight"] for part in parts]
-            if len({(e["format"], e["shape"][0]) for e in entries}) != 1 or entries[0]["format"] == "f32":
+            if len({(e["format"], e["shape"][0]) for e in entries}) != 1:
                 continue
             for part in parts:
                 del fused[f"blk.{layer}.{part}.weight"]

@@ -1,6 +1,6 @@
 // attention.wgsl — causal grouped-query attention over the KV cache.
-// q: the q part of qkv f32 [rows, QKV] (rope_kv.wgsl; rotated); k_cache, v_cache: f32 [KVH, CTX, HD]; out: f32 [rows, H*HD]; all read as
-// vec4s (HD4 = HD/4 per head row), so a key or value row is HD4 loads.
+// q: the q part of qkv f32 [rows, QKV] (rope_kv.wgsl; rotated); k_cache, v_cache: f32 [KVH, CTX, HD];
+// out: f32 [rows, H*HD]; all read as vec4s (HD4 = HD/4 per head row), so a key or value row is HD4 loads.
 // Row t (absolute position p = position + t) of head h reads KV head h / (H / KVH), keys 0..p.
 // Dispatch: (H, rows), one workgroup of 64 per (head, row). Invocation l takes keys l, l+64, ...
 // in ascending order with an online softmax (m, s, acc); a score is the 4 lane sums of query*key over

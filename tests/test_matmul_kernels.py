@@ -14,7 +14,13 @@ import pytest
 from build_tools.reference import dequantize
 from build_tools.source import quantize
 from pyodide_app.gpu import Binding, Dispatch
-from pyodide_app.gpu_champion import COLUMNS_PER_INVOCATION, COLUMNS_PER_SPLIT_GROUP, KERNEL_FAMILIES, matmul_source
+from pyodide_app.gpu_champion import (
+    COLUMNS_PER_INVOCATION,
+    COLUMNS_PER_SPLIT_GROUP,
+    COLUMNS_WORKGROUP,
+    KERNEL_FAMILIES,
+    matmul_source,
+)
 from pyodide_app.gpu_weights import GGUF_BLOCK_BYTES, QUANT_BYTES, WeightUploader
 from pyodide_app.kernel_abi import PARAMS, SHAPE, wgsl_declarations
 
@@ -73,7 +79,7 @@ def test_repack_copies_every_block_exactly(gpu, fmt):
 class MatmulRig:
     """One family's four entry points on one weight tensor, with buffers for up to T_MAX rows."""
 
-    def __init__(self, gpu, family: str, fmt: str, uniform_activations: bool, workgroup: int = 64):
+    def __init__(self, gpu, family: str, fmt: str, uniform_activations: bool, workgroup: int):
         self.gpu, self.family, self.fmt = gpu, family, fmt
         self.tensor = weights(fmt)
         self.weight = upload(gpu, self.tensor)
@@ -114,15 +120,15 @@ class MatmulRig:
         return np.frombuffer(self.gpu.read_buffer(self.y, 0, rows * N * 4), np.float32).reshape(rows, N)
 
 
-# The columns family with 64-invocation workgroups (one workgroup here) and with 1-invocation workgroups
-# (one per 8 columns: N = 13 needs two, so a kernel that indexes columns by the local id instead of the
-# global one fails).
+# The columns family with the champion's workgroups (COLUMNS_WORKGROUP: one workgroup here) and with
+# 1-invocation workgroups (one per 8 columns: N = 13 needs two, so a kernel that indexes columns by the
+# local id instead of the global one fails). The split family has its own fixed workgroup.
 CASES = [
     (family, fmt, uniform, workgroup)
     for family in KERNEL_FAMILIES
     for fmt in ("q4_1", "q8_0")
     for uniform in ((True, False) if family == "columns" else (False,))
-    for workgroup in ((64, 1) if family == "columns" else (64,))
+    for workgroup in ((COLUMNS_WORKGROUP, 1) if family == "columns" else (COLUMNS_WORKGROUP,))
 ]
 
 

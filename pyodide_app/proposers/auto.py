@@ -163,7 +163,7 @@ class CostPolicy:
         best, best_rate = NONE, 1.0 / self.costs.verify(1)
         if lookup is not None:
             n, tokens = lookup
-            stats = self.lookup[min(n, max(LOOKUP_PRIOR))]
+            stats = self.lookup_stats(n)
             for k in range(1, min(k_cap, len(tokens)) + 1):
                 expected = stats.expected_tokens(k)
                 rate = expected / self.costs.round_ms(k + 1, expected)
@@ -179,11 +179,15 @@ class CostPolicy:
             return self.probe(lookup[0], best_rate)
         return best
 
+    def lookup_stats(self, n: int) -> PositionStats:
+        """The counts for matches of length n (LOOKUP_PRIOR's longest length stands for any longer one)."""
+        return self.lookup[min(n, max(LOOKUP_PRIOR))]
+
     def probe(self, n: int, none_rate: float) -> Choice:
         """A match length whose rate is unknown here (no round has drafted after such a match yet) gets one
         one-token round if that is predicted to cost less than probe_tolerance of none's rate: its outcome
         then moves the estimate (a success from 0.15 to 0.43 for n = 1) for the rounds after it."""
-        stats = self.lookup[min(n, max(LOOKUP_PRIOR))]
+        stats = self.lookup_stats(n)
         if stats.reached:
             return NONE
         expected = stats.expected_tokens(1)
@@ -193,7 +197,7 @@ class CostPolicy:
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
         self.rounds += 1
         if choice.source == "prompt_lookup":
-            self.lookup[min(choice.bucket, max(LOOKUP_PRIOR))].record(proposed, accepted)
+            self.lookup_stats(choice.bucket).record(proposed, accepted)
         elif choice.source == "neural":
             # A draft that stopped short of k (its entropy stop) declined the next position: for what a
             # neural round of k yields, that counts as a rejection there.
