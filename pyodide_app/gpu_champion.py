@@ -39,7 +39,7 @@ from .kernel_abi import (
 from .manifest import ModelConfig
 from .sampling import SeededDraws
 
-SHADER_FILES = ("common", "embed", "rmsnorm", "rope_kv", "attention", "swiglu")
+SHADER_FILES = ("common", "embed", "rmsnorm", "rope_kv", "swiglu")
 # Matmul kernel families (shaders/matmul_<family>.wgsl), all batch invariant; one is chosen per adapter.
 # columns: 8 columns per invocation, activations as a uniform buffer where they fit (CPU rasterisers).
 # split: a workgroup per 8 columns, K split 8 ways, fixed-order reduction (hardware GPUs).
@@ -54,6 +54,10 @@ MATMUL_VARIANTS = {  # pipeline name -> (entry point, override constants)
 COLUMNS_PER_INVOCATION = 8
 COLUMNS_PER_SPLIT_GROUP = 8
 COLUMNS_WORKGROUP = 32  # invocations per workgroup of the columns family (see matmul_columns.wgsl)
+# attention.wgsl: invocations (LANES) per (head, row) workgroup, per family. A CPU rasteriser runs a
+# workgroup on one thread, 8 lanes at a time, so more lanes add merge work and no parallelism; a hardware
+# GPU spreads a long context's keys over 64.
+ATTENTION_LANES = {"columns": 8, "split": 64}
 PREFILL_ROWS = 64  # rows per prefill forward (its own matmul pipelines and scratch, no LM head)
 VERIFY_SHADERS = ("philox", "verify")
 RESULT_KINDS = {ResultKind.SAMPLE: "sample", ResultKind.BONUS: "bonus", ResultKind.CORRECTION: "correction"}
@@ -106,6 +110,11 @@ def matmul_source(source: str, uniform_vec4s: int | None, workgroup: int) -> str
     else:
         declaration = "var<storage, read> x: array<vec4<f32>>;"
     return source.replace("ACTIVATIONS_DECLARATION", declaration)
+
+
+def attention_source(source: str, lanes: int) -> str:
+    """attention.wgsl with LANES invocations per (head, row) workgroup."""
+    return f"const LANES: u32 = {lanes}u;\n" + source
 
 
 def rope_table(config: ModelConfig, capacity: int) -> bytes:
@@ -179,6 +188,10 @@ class GPUChampion:
         prefill_header = constants_header(config, self.context_limit, self.prefill_rows, negative_control)
         uniform_vec4s = self.t_max * self.k_widest // 4 if self.uniform_activations else None
         for family in families:
+            attention = attention_source(shader_source("attention"), ATTENTION_LANES[family])
+            self.pipelines[f"{family}.attention"] = gpu.create_pipeline(
+                header + common + attention, "attention", f"{family}.attention"
+            )
             source = shader_source(f"matmul_{family}")
             code = header + common + matmul_source(source, uniform_vec4s, columns_workgroup)
             prefill_code = prefill_header + common + matmul_source(source, None, columns_workgroup)
@@ -383,7 +396,7 @@ class GPUChampion:
                 f"l{i}.rope_kv",
             )
             add(
-                "attention",
+                f"{family}.attention",
                 [
                     Binding(self.params),
                     Binding(self.qkv),

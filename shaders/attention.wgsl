@@ -2,10 +2,10 @@
 // q: the q part of qkv f32 [rows, QKV] (rope_kv.wgsl; rotated); k_cache, v_cache: f32 [KVH, CTX, HD];
 // out: f32 [rows, H*HD]; all read as vec4s (HD4 = HD/4 per head row), so a key or value row is HD4 loads.
 // Row t (absolute position p = position + t) of head h reads KV head h / (H / KVH), keys 0..p.
-// Dispatch: (H, rows), one workgroup of 64 per (head, row). Invocation l takes keys l, l+64, ...
-// in ascending order with an online softmax (m, s, acc); a score is the 4 lane sums of query*key over
-// d4 = 0..HD4-1 (ascending), then (x + y) + (z + w). The 64 partial states are merged in invocation
-// order 0..63. The result depends on p and the cache, never on `rows`.
+// Dispatch: (H, rows), one workgroup of LANES (prepended by the host, per kernel family) per (head, row).
+// Invocation l takes keys l, l+LANES, ... in ascending order with an online softmax (m, s, acc); a score is
+// the 4 lane sums of query*key over d4 = 0..HD4-1 (ascending), then (x + y) + (z + w). The LANES partial
+// states are merged in invocation order. The result depends on p, the cache and LANES, never on `rows`.
 const HD4: u32 = HD / 4u;
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> qkv: array<vec4<f32>>;
@@ -13,13 +13,13 @@ const HD4: u32 = HD / 4u;
 @group(0) @binding(3) var<storage, read> v_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
 
-var<workgroup> maxima: array<f32, 64>;
-var<workgroup> sums: array<f32, 64>;
-var<workgroup> partial: array<vec4<f32>, 64 * HD4>;
+var<workgroup> maxima: array<f32, LANES>;
+var<workgroup> sums: array<f32, LANES>;
+var<workgroup> partial: array<vec4<f32>, LANES * HD4>;
 var<workgroup> merged_max: f32;
 var<workgroup> merged_sum: f32;
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(LANES)
 fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l: u32) {
     let head = wg.x;
     let t = wg.y;
@@ -32,7 +32,7 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     var m = NEG_BIG;
     var s = 0.0;
     var acc: array<vec4<f32>, HD4>;
-    for (var j = l; j < keys; j += 64u) {
+    for (var j = l; j < keys; j += LANES) {
         let row = (kv * CTX + j) * HD4;
         var lanes = vec4<f32>(0.0);
         for (var d = 0u; d < HD4; d++) { lanes += query[d] * k_cache[row + d]; }
@@ -49,7 +49,7 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     workgroupBarrier();
     if (l == 0u) {
         var top = NEG_BIG;
-        for (var i = 0u; i < 64u; i++) { top = max(top, maxima[i]); }
+        for (var i = 0u; i < LANES; i++) { top = max(top, maxima[i]); }
         merged_max = top;
     }
     workgroupBarrier();
@@ -59,13 +59,13 @@ fn attention(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_ind
     workgroupBarrier();
     if (l == 0u) {
         var total = 0.0;
-        for (var i = 0u; i < 64u; i++) { total += sums[i]; }
+        for (var i = 0u; i < LANES; i++) { total += sums[i]; }
         merged_sum = total;
     }
     workgroupBarrier();
-    for (var d = l; d < HD4; d += 64u) {
+    for (var d = l; d < HD4; d += LANES) {
         var value = vec4<f32>(0.0);
-        for (var i = 0u; i < 64u; i++) { value += partial[i * HD4 + d]; }
+        for (var i = 0u; i < LANES; i++) { value += partial[i * HD4 + d]; }
         out[(t * H + head) * HD4 + d] = value / merged_sum;
     }
 }
