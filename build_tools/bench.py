@@ -333,11 +333,13 @@ def run_bench(
             )
             auto_costs = {}  # setting -> the engine's auto block (policy version, costs of that kind of sampling)
             if any(a.proposer == "auto" for a in arms):  # auto measures its costs per kind: not in a timed arm
+                # The workload's longest prompt: a long one has the long-context cost measured here too.
+                longest = max((i["prompt"] for i in items), key=len)
                 for setting in sorted({i["setting"] for i in items}):
                     warm = call(
                         page,
                         "(req) => window.specChat.chat(req)",
-                        page_request(Arm("auto", "auto", 8), "Hi", setting, 1),
+                        page_request(Arm("auto", "auto", 8), longest, setting, 1),
                         call_timeout_s,
                     )
                     auto_costs[setting] = (warm["done"] or {}).get("speculative", {}).get("auto")

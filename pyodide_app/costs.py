@@ -5,9 +5,13 @@ Measured with verify calls at the request's sampling settings whose point-mass d
 V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
 64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. The
 draft's cost is a one-token proposal through the neural proposer itself. When sampling, every further row a
-round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1). The
-measurement runs as Steps (waits.py), so the browser's asynchronous CPU champion and draft runtime can be
-timed too. KV caches are forgotten after.
+round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1).
+
+A verified row also attends to every context token, so at a long context each row costs more than V(T)/T
+says: key_ms, the ms per verified row per context token beyond the 64 of the measurement, comes from greedy
+verify calls at T = 1 and T_max after LONG_CONTEXT tokens, measured once per engine at its first auto request
+whose prompt is that long (short chats never pay for it). The measurement runs as Steps (waits.py), so the
+browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .waits import Wait, settle
 MEASURED_ROWS = (1, 2, 3, 5, 9)
 GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
+LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
 
 
 @dataclass(frozen=True)
@@ -32,20 +37,24 @@ class CostModel:
     verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
     draft_step_ms: float | None  # one neural draft step (one token, the proposer's work included); None: no draft
     row_ms: float = 0.0  # processing one more verified row (0 when greedy: an argmax)
+    key_ms: float = 0.0  # per verified row per context token beyond len(CONTEXT) (0: not measured)
 
-    def verify(self, rows: int) -> float:
-        return self.verify_ms[min(rows, len(self.verify_ms)) - 1]
+    def verify(self, rows: int, context: int = len(CONTEXT)) -> float:
+        """A verify call of `rows` rows after `context` tokens."""
+        longer = max(0, context - len(CONTEXT))
+        return self.verify_ms[min(rows, len(self.verify_ms)) - 1] + rows * longer * self.key_ms
 
-    def round_ms(self, rows: int, expected_tokens: float) -> float:
-        """A verify round of `rows` rows that emits `expected_tokens` on average: it reads that many rows,
-        one of which V(rows) already holds."""
-        return self.verify(rows) + (expected_tokens - 1.0) * self.row_ms
+    def round_ms(self, rows: int, expected_tokens: float, context: int = len(CONTEXT)) -> float:
+        """A verify round of `rows` rows after `context` tokens that emits `expected_tokens` on average: it
+        reads that many rows, one of which V(rows) already holds."""
+        return self.verify(rows, context) + (expected_tokens - 1.0) * self.row_ms
 
     def summary(self) -> dict:
         return {
             "verify_ms": [round(v, 3) for v in self.verify_ms],
             "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3),
             "row_ms": round(self.row_ms, 3),
+            "key_ms": round(self.key_ms, 6),
         }
 
 
@@ -90,20 +99,38 @@ def measure_costs(
     return CostModel(interpolate(best, t_max), draft_ms, row_ms)
 
 
+def measure_key_ms(champion, t_max: int, repeats: int = 3) -> Generator[Wait, None, float]:
+    """ms per verified row per context token: greedy verify calls at T = 1 and t_max after LONG_CONTEXT
+    tokens against the same after CONTEXT, fitted as extra(T) = T * tokens * key_ms (least squares over
+    the two T). 0 where the champion's context cannot hold LONG_CONTEXT + t_max tokens."""
+    if champion.context_limit < LONG_CONTEXT + t_max:
+        return 0.0
+    rows = sorted({1, t_max})
+    short = yield from verify_ms_by_rows(champion, rows, repeats)
+    long = yield from verify_ms_by_rows(champion, rows, repeats, GREEDY, tuple(100 + i for i in range(LONG_CONTEXT)))
+    tokens = LONG_CONTEXT - len(CONTEXT)
+    fit = sum(r * (long[r] - short[r]) for r in rows) / (sum(r * r for r in rows) * tokens)
+    return max(0.0, fit)
+
+
 def verify_ms_by_rows(
-    champion, rows_measured: Sequence[int], repeats: int, settings: SamplingSettings = GREEDY
+    champion,
+    rows_measured: Sequence[int],
+    repeats: int,
+    settings: SamplingSettings = GREEDY,
+    context: Sequence[int] = CONTEXT,
 ) -> Generator[Wait, None, dict[int, float]]:
     """{T: best-of-`repeats` ms of a verify call of T rows at `settings` (point-mass drafts the champion
-    rejects at once: tokens 200.. after an unrelated context)} after CONTEXT; the sweeps interleave the row
+    rejects at once: tokens 200.. after an unrelated context)} after `context`; the sweeps interleave the row
     counts and the first one warms up. The KV cache is forgotten after."""
-    yield from settle(champion.prefill(CONTEXT[:-1]))
+    yield from settle(champion.prefill(context[:-1]))
     best = {rows: float("inf") for rows in rows_measured}
     for repeat in range(repeats + 1):
         for rows in rows_measured:
             drafts = tuple(200 + i for i in range(rows - 1))
             request = VerifyRequest(
-                CONTEXT,
-                len(CONTEXT) - 1,
+                context,
+                len(context) - 1,
                 drafts,
                 tuple(PointMass(d) for d in drafts),
                 repeat,
@@ -135,6 +162,8 @@ def time_draft_step(draft, repeats: int, settings: SamplingSettings = GREEDY) ->
     return best
 
 
-def fixed_costs(verify_ms: Sequence[float], draft_step_ms: float | None, row_ms: float = 0.0) -> CostModel:
+def fixed_costs(
+    verify_ms: Sequence[float], draft_step_ms: float | None, row_ms: float = 0.0, key_ms: float = 0.0
+) -> CostModel:
     """A CostModel from given numbers (tests, and replaying a recorded run)."""
-    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms, float(row_ms))
+    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms, float(row_ms), float(key_ms))

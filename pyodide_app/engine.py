@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
-from .costs import CostModel, cost_kind, measure_costs
+from .costs import LONG_CONTEXT, CostModel, cost_kind, measure_costs, measure_key_ms
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
@@ -197,6 +197,7 @@ class Engine:
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
         self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
+        self.key_ms: float | None = None  # costs.measure_key_ms, at the first auto request of >= LONG_CONTEXT tokens
         # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
         # that prompt (the same conversation, a later turn) starts from those counts.
         self.learned: tuple[tuple[int, ...], Learned] | None = None
@@ -290,14 +291,20 @@ class Engine:
         value = (self.manifest.get("draft") or {}).get("agreement")
         return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else NEURAL_PRIOR
 
-    def _costs_then(self, proposer: AutoProposer, settings: SamplingSettings, events) -> Iterator[Any]:
-        """Measure the device's costs once per kind of sampling (at its first auto request), then stream the
+    def _costs_then(self, proposer: AutoProposer, settings: SamplingSettings, prompt_tokens: int, events):
+        """Measure the device's costs once per kind of sampling (at its first auto request), and the cost of
+        a long context once (at the first auto request whose prompt has LONG_CONTEXT tokens), then stream the
         request's events."""
         kind = cost_kind(settings)
         if kind not in self.costs:
             draft = proposer.neural  # the request's neural proposer (its temperature and stop), or None
             self.costs[kind] = yield from measure_costs(self.champion, draft, self.k_max + 1, settings)
-        proposer.policy.costs = self.costs[kind]
+        long = prompt_tokens >= LONG_CONTEXT
+        if long and self.key_ms is None:
+            self.key_ms = yield from measure_key_ms(self.champion, self.k_max + 1)
+        # Only a long prompt's request prices context (a short one's choices never depend on whether a long
+        # one came first, so a seeded short request stays reproducible across the engine's life).
+        proposer.policy.costs = replace(self.costs[kind], key_ms=self.key_ms if long else 0.0)
         yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
@@ -316,7 +323,7 @@ class Engine:
         orchestrator = Orchestrator(self.champion, proposer, config, self.tokenizer.token_bytes)
         events = orchestrator.generate(prompt, cancel)
         if isinstance(proposer, AutoProposer):
-            events = self._costs_then(proposer, request.sampling, events)
+            events = self._costs_then(proposer, request.sampling, len(prompt), events)
         return self._stream(request, prompt, events, proposer)
 
     def _stream(self, request: ChatRequest, prompt: list[int], events, proposer) -> Iterator[dict | Wait]:

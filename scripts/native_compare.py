@@ -110,7 +110,8 @@ def main() -> None:
         arms.insert(0, ("none", 0, True))
     engine = load_engine(args.model, backend=args.backend, context_limit=2048)
     if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
-        run_arm(engine, "Hi", "auto", engine.k_max, 1, sampled=args.sampled)
+        longest = max(prompts.values(), key=len)  # a long prompt has the long-context cost measured here too
+        run_arm(engine, longest, "auto", engine.k_max, 1, sampled=args.sampled)
         print(f"auto costs: { {kind: costs.summary() for kind, costs in engine.costs.items()} }")
     runs = {}
     for name, prompt in prompts.items():

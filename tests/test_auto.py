@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyodide_app.costs import cost_kind, fixed_costs, interpolate
+from pyodide_app import costs as costs_module
+from pyodide_app.costs import LONG_CONTEXT, cost_kind, fixed_costs, interpolate, measure_key_ms
 from pyodide_app.errors import DraftRuntimeError
 from pyodide_app.processors import SamplingSettings
 from pyodide_app.proposers.auto import LOOKUP_PRIOR, NONE, PRIOR_WEIGHT, AutoProposer, Choice, CostPolicy, PositionStats
@@ -144,6 +145,48 @@ def test_an_untried_match_length_gets_one_cheap_probe():
     assert failed.choose([0], 4, short, False) == NONE
     assert right.choose([0], 4, short, False).source == "prompt_lookup"
     assert CostPolicy(STEEP).choose(REPETITIVE, 4, short, False) == NONE
+
+
+def test_a_long_context_makes_every_verified_row_dearer():
+    """Each verified row attends to the whole context, so at 1,700 tokens a row costs more than V(T) timed
+    after 64 tokens says (the page's long-context stratum: auto 0.77x champion-alone on WebGPU, drafting 8
+    tokens of 3-gram matches whose rows cost more than they could win). Rates use V(T) + T * extra * key_ms."""
+    verify = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0]
+    match = (3, (1, 2, 3, 4, 5, 6, 7, 8))
+    short, long = [0] * 64, [0] * 1700
+    costs = fixed_costs(verify, None, key_ms=0.01)
+    assert costs.verify(3, 1700) == pytest.approx(12.0 + 3 * (1700 - 64) * 0.01)
+    assert costs.verify(3) == costs.verify(3, 10) == 12.0  # no extra below the measured 64 tokens
+    unmeasured = CostPolicy(fixed_costs(verify, None))
+    assert unmeasured.choose(long, 8, match, False) == unmeasured.choose(short, 8, match, False)
+    at_short = CostPolicy(costs).choose(short, 8, match, False)
+    assert at_short == Choice("prompt_lookup", 6, 3)
+    assert CostPolicy(costs).choose(long, 8, match, False) == Choice("prompt_lookup", 1, 3)  # 1.7/43.7 vs 1/26.4
+
+
+def test_key_ms_is_the_slope_of_verify_time_per_row_and_context_token(monkeypatch):
+    """measure_key_ms fits extra(T) = T * (LONG_CONTEXT - 64) * key_ms from verify calls at T = 1 and T_max
+    after 64 and after LONG_CONTEXT tokens; a champion too short for LONG_CONTEXT gets 0. The clock is the
+    fake champion's: 5 ms per call + 2 ms per row + 0.01 ms per row per context token."""
+    clock = [0.0]
+    monkeypatch.setattr(costs_module.time, "perf_counter", lambda: clock[0])
+
+    class Champion:
+        context_limit = 2048
+
+        def prefill(self, tokens):
+            return None
+
+        def verify(self, request):
+            rows = len(request.drafts) + 1
+            clock[0] += (5 + rows * (2 + 0.01 * len(request.context))) / 1000
+
+        def forget(self):
+            pass
+
+    assert finish(measure_key_ms(Champion(), 9)) == pytest.approx(0.01)
+    Champion.context_limit = LONG_CONTEXT + 8
+    assert finish(measure_key_ms(Champion(), 9)) == 0.0
 
 
 def test_a_conversations_earlier_counts_carry_into_its_next_answer_and_survive_reset():

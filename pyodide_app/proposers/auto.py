@@ -3,26 +3,28 @@
 The production policy (CostPolicy, version AUTO_POLICY_VERSION; docs/ENGINE.md) maximises expected
 emitted tokens per millisecond:
 
-    rate(none)          = 1 / V(1)
+    rate(none)          = 1 / V_c(1)
     rate(lookup, k)     = E_lookup[n](k) / R(k + 1, E)       n: length of the current n-gram match,
                                                              k <= the tokens that followed it
     rate(neural, k)     = E_neural(k) / (k * D + R(k + 1, E))
-    R(T, E) = V(T) + (E - 1) * r                             a round reads the E rows it emits
+    R(T, E) = V_c(T) + (E - 1) * r                           a round reads the E rows it emits
+    V_c(T)  = V(T) + T * max(0, c - 64) * key                c: context tokens (each row attends to all)
     E(k) = sum_{i=0..k} S_i,  S_0 = 1,  S_i = prod_{j=1..i} a_j
     a_j  = (accepted_j + W * prior_j) / (reached_j + W)      Beta-smoothed acceptance of draft position j,
                                                              counted over this request's rounds of that
                                                              source (lookup: per n)
 
-V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one
-more row: 0 when greedy) and D (one draft step) come from a CostModel fixed for the request's kind of
-sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by scripts/auto_priors.py),
-the neural draft from its package's measured agreement. The highest rate wins; ties go to none, then
-lookup, then neural, then the shorter k. When none wins and the current match's length has not been
-drafted after in this request (or conversation), a one-token lookup round probes it if predicted to be
-at most PROBE_TOLERANCE slower than none. A draft source that fails is not chosen again in the request
-(the failed round is a plain champion step). The counts a_j are kept over a conversation's greedy answers
-(Engine passes the last answer's counts on when the next prompt extends its prompt); a sampled answer starts
-from the priors, so that its seed alone reproduces it.
+V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more
+row: 0 when greedy), key (a row's cost per context token beyond the 64 V was timed after; used by requests
+with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from a CostModel fixed
+for the request's kind of sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
+scripts/auto_priors.py), the neural draft from its package's measured agreement. The highest rate wins; ties
+go to none, then lookup, then neural, then the shorter k. When none wins and the current match's length has
+not been drafted after in this request (or conversation), a one-token lookup round probes it if predicted to
+be at most PROBE_TOLERANCE slower than none. A draft source that fails is not chosen again in the request (the
+failed round is a plain champion step). The counts a_j are kept over a conversation's greedy answers (Engine
+passes the last answer's counts on when the next prompt extends its prompt); a sampled answer starts from the
+priors, so that its seed alone reproduces it.
 
 Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
 the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
@@ -43,7 +45,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 5
+AUTO_POLICY_VERSION = 6
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -160,30 +162,31 @@ class CostPolicy:
         return Learned(self.lookup, self.neural, self.rounds).copy()
 
     def choose(self, context, k_cap, lookup, neural_available) -> Choice:
-        best, best_rate = NONE, 1.0 / self.costs.verify(1)
+        length = len(context)  # a longer context makes every verified row cost more (CostModel.key_ms)
+        best, best_rate = NONE, 1.0 / self.costs.verify(1, length)
         if lookup is not None:
             n, tokens = lookup
             stats = self.lookup_stats(n)
             for k in range(1, min(k_cap, len(tokens)) + 1):
                 expected = stats.expected_tokens(k)
-                rate = expected / self.costs.round_ms(k + 1, expected)
+                rate = expected / self.costs.round_ms(k + 1, expected, length)
                 if rate > best_rate:
                     best, best_rate = Choice("prompt_lookup", k, n), rate
         if neural_available and self.costs.draft_step_ms is not None:
             for k in range(1, k_cap + 1):
                 expected = self.neural.expected_tokens(k)
-                rate = expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected))
+                rate = expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected, length))
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
         if best == NONE and lookup is not None and lookup[1]:
-            return self.probe(lookup[0], best_rate)
+            return self.probe(lookup[0], best_rate, length)
         return best
 
     def lookup_stats(self, n: int) -> PositionStats:
         """The counts for matches of length n (LOOKUP_PRIOR's longest length stands for any longer one)."""
         return self.lookup[min(n, max(LOOKUP_PRIOR))]
 
-    def probe(self, n: int, none_rate: float) -> Choice:
+    def probe(self, n: int, none_rate: float, length: int) -> Choice:
         """A match length whose rate is unknown here (no round has drafted after such a match yet) gets one
         one-token round if that is predicted to cost less than probe_tolerance of none's rate: its outcome
         then moves the estimate (a success from 0.15 to 0.43 for n = 1) for the rounds after it."""
@@ -191,7 +194,7 @@ class CostPolicy:
         if stats.reached:
             return NONE
         expected = stats.expected_tokens(1)
-        rate = expected / self.costs.round_ms(2, expected)
+        rate = expected / self.costs.round_ms(2, expected, length)
         return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * none_rate else NONE
 
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
