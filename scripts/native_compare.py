@@ -112,7 +112,8 @@ def main() -> None:
     if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
         longest = max(prompts.values(), key=len)  # a long prompt has the long-context cost measured here too
         run_arm(engine, longest, "auto", engine.k_max, 1, sampled=args.sampled)
-        print(f"auto costs: { {kind: costs.summary() for kind, costs in engine.costs.items()} }; key_ms {engine.key_ms}")
+        measured = {kind: costs.summary() for kind, costs in engine.costs.items()}
+        print(f"auto costs: {measured}; long-context key_ms: {engine.key_ms}")
     runs = {}
     for name, prompt in prompts.items():
         for _ in range(args.repeats):
