@@ -30,6 +30,7 @@ const MIN_NORMAL: f32 = 1.17549435e-38;
 
 var<workgroup> red_f: array<f32, 256>;
 var<workgroup> red_u: array<u32, 256>;
+var<workgroup> red_v: array<vec4<f32>, 256>;
 var<workgroup> shared_f: f32;
 var<workgroup> shared_u: u32;
 var<workgroup> flag: u32;
@@ -47,6 +48,17 @@ fn reduce_sum(lane: u32, value: f32) -> f32 {
         workgroupBarrier();
     }
     return workgroupUniformLoad(&red_f[0]);  // uniform: results steer control flow (Tint checks this)
+}
+
+// Four reduce_sums at once: each component is the same tree of additions as reduce_sum's.
+fn reduce_sum4(lane: u32, value: vec4<f32>) -> vec4<f32> {
+    red_v[lane] = value;
+    workgroupBarrier();
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        if (lane < stride) { red_v[lane] += red_v[lane + stride]; }
+        workgroupBarrier();
+    }
+    return workgroupUniformLoad(&red_v[0]);
 }
 
 fn reduce_max(lane: u32, value: f32) -> f32 {
@@ -212,18 +224,62 @@ fn apply_top_k(lane: u32) {
     workgroupBarrier();
 }
 
+// A lane's entries of work[start, end) with key >= floor_key, copied in index order to work[V + start ..]
+// (free until the residual): how many, their sum in index order, the largest.
+struct Copied { count: u32, mass: f32, largest: f32 };
+fn copy_from(start: u32, end: u32, floor_key: u32) -> Copied {
+    var copied = Copied(0u, 0.0, 0.0);
+    for (var i = start; i < end; i++) {
+        let x = work[i];
+        if (order_key(x) >= floor_key) {
+            work[V + start + copied.count] = x;
+            copied.count += 1u;
+            copied.mass += x;
+            copied.largest = max(copied.largest, x);
+        }
+    }
+    return copied;
+}
+
 // Keep the shortest prefix by (p desc, index asc) whose mass reaches top_p; renormalise.
 fn apply_top_p(lane: u32) {
     let start = chunk_start(lane);
     let end = chunk_end(lane);
-    // tau = the largest key with mass(key >= tau) >= top_p (the probability of the cut element).
-    var low = 0u;
-    var high = 0xffffffffu;
-    for (var step = 0u; step < 32u; step++) {
-        let mid = low + (high - low) / 2u + ((high - low) & 1u);
-        var mass = 0.0;
-        for (var i = start; i < end; i++) { mass += select(0.0, work[i], order_key(work[i]) >= mid); }
-        if (reduce_sum(lane, mass) >= cfg.top_p) { low = mid; } else { high = mid - 1u; }
+    // tau = the largest key with mass(key >= tau) >= top_p (the probability of the cut element), by bisection.
+    // mass(key >= mid) is each lane's sum, in index order, of its entries with key >= mid, then reduce_sum:
+    // monotone in mid, so any start [low, high] holding tau gives the same tau. Entries below
+    // floor = (1 - top_p) / V hold less than 1 - top_p together, so tau is usually >= floor: each lane then
+    // copies its entries >= floor, in index order, to work[V + start ..] (free until the residual) and the
+    // bisection scans only those (far fewer than V where the row is peaked) — the same terms in the
+    // same order, so the same sums. Where mass(key >= floor) < top_p after rounding, it copies every entry.
+    let floor_key = order_key((1.0 - cfg.top_p) / f32(V));
+    var candidates = copy_from(start, end, floor_key);
+    let pruned = reduce_sum(lane, candidates.mass) >= cfg.top_p;
+    if (!pruned) { candidates = copy_from(start, end, 0u); }  // every entry
+    var low = select(0u, floor_key, pruned);
+    var high = order_key(reduce_max(lane, candidates.largest));  // mass(key > the largest key) = 0 < top_p
+    let base = V + start;
+    // Each step tries 4 mids splitting [low, high] into 5 (one reduction for all 4): about 12 steps, not 32.
+    while (low < high) {
+        let span = high - low;
+        let part = span / 5u;
+        let extra = span % 5u;
+        let mids = vec4<u32>(low) + vec4<u32>(1u, 2u, 3u, 4u) * part + min(vec4<u32>(1u, 2u, 3u, 4u), vec4<u32>(extra));
+        var mass = vec4<f32>(0.0);
+        for (var c = base; c < base + candidates.count; c++) {
+            mass += select(vec4<f32>(0.0), vec4<f32>(work[c]), vec4<u32>(order_key(work[c])) >= mids);
+        }
+        let reached = reduce_sum4(lane, mass) >= vec4<f32>(cfg.top_p);  // a prefix: mass falls as mid rises
+        var next_low = low;
+        var next_high = high;
+        for (var j = 0u; j < 4u; j++) {
+            if (reached[j]) { next_low = mids[j]; }
+        }
+        for (var j = 4u; j > 0u; j--) {
+            if (!reached[j - 1u]) { next_high = mids[j - 1u] - 1u; }
+        }
+        low = next_low;
+        high = next_high;
     }
     var above = 0.0;
     var ties = 0u;
