@@ -38,10 +38,23 @@ fn activations(t: u32, b: u32) -> Block32 {
     return Block32(x[v], x[v + 1u], x[v + 2u], x[v + 3u], x[v + 4u], x[v + 5u], x[v + 6u], x[v + 7u]);
 }
 
-// A block's 32 weights as floats, in element order (unpacked once per block, used for every row).
+// A block's 32 weights as floats, in element order (unpacked once per block, used for every row), each
+// left where it sits in its word: element j < 16 is q * 2^(8 (j % 4)), element j + 16 is q * 2^(4 + 8 (j % 4))
+// (masks only, no shifts; exact in f32). scaled() gives the activations the inverse powers of two, so every
+// product (q * 2^e) * (x * 2^-e) is exactly q * x.
+const LOW_MASKS: vec4<u32> = vec4<u32>(0xfu, 0xf00u, 0xf0000u, 0xf000000u);
+const HIGH_MASKS: vec4<u32> = vec4<u32>(0xf0u, 0xf000u, 0xf00000u, 0xf0000000u);
+const LOW_SCALES: vec4<f32> = vec4<f32>(1.0, 0.00390625, 1.52587890625e-05, 5.9604644775390625e-08);
+const HIGH_SCALES: vec4<f32> = vec4<f32>(0.0625, 0.000244140625, 9.5367431640625e-07, 3.725290298461914e-09);
 fn unpack_q4(q: vec4<u32>) -> Block32 {
-    return Block32(low_nibbles(q.x), low_nibbles(q.y), low_nibbles(q.z), low_nibbles(q.w),
-                   high_nibbles(q.x), high_nibbles(q.y), high_nibbles(q.z), high_nibbles(q.w));
+    return Block32(vec4<f32>(vec4<u32>(q.x) & LOW_MASKS), vec4<f32>(vec4<u32>(q.y) & LOW_MASKS),
+                   vec4<f32>(vec4<u32>(q.z) & LOW_MASKS), vec4<f32>(vec4<u32>(q.w) & LOW_MASKS),
+                   vec4<f32>(vec4<u32>(q.x) & HIGH_MASKS), vec4<f32>(vec4<u32>(q.y) & HIGH_MASKS),
+                   vec4<f32>(vec4<u32>(q.z) & HIGH_MASKS), vec4<f32>(vec4<u32>(q.w) & HIGH_MASKS));
+}
+fn scaled(s: Block32) -> Block32 {
+    return Block32(s.a * LOW_SCALES, s.b * LOW_SCALES, s.c * LOW_SCALES, s.d * LOW_SCALES,
+                   s.e * HIGH_SCALES, s.f * HIGH_SCALES, s.g * HIGH_SCALES, s.h * HIGH_SCALES);
 }
 
 fn dot32(s: Block32, w: Block32) -> f32 {
@@ -92,8 +105,9 @@ fn columns_q4_1(n0: u32) {
         for (var t = 0u; t < params.rows; t++) {
             let s = activations(t, b);
             let xs = vec4<f32>(sum32(s));
-            acc_lo[t] += d_lo * vec4<f32>(dot32(s, u0), dot32(s, u1), dot32(s, u2), dot32(s, u3)) + m_lo * xs;
-            acc_hi[t] += d_hi * vec4<f32>(dot32(s, u4), dot32(s, u5), dot32(s, u6), dot32(s, u7)) + m_hi * xs;
+            let z = scaled(s);
+            acc_lo[t] += d_lo * vec4<f32>(dot32(z, u0), dot32(z, u1), dot32(z, u2), dot32(z, u3)) + m_lo * xs;
+            acc_hi[t] += d_hi * vec4<f32>(dot32(z, u4), dot32(z, u5), dot32(z, u6), dot32(z, u7)) + m_hi * xs;
         }
     }
     store(n0, &acc_lo, &acc_hi);
