@@ -82,6 +82,12 @@ MUTANTS = (
         "top-p keeps one tied token more than the shortest prefix reaching p",
     ),
     Mutant(
+        "wgsl_top_p_candidates_overlap",
+        VERIFY,
+        (Edit("work[V + start + copied.count] = x;", "work[V + copied.count] = x;"),),
+        "top-p's per-lane candidate copies all start at V, so lanes overwrite each other's",
+    ),
+    Mutant(
         "wgsl_correction_wrong_domain",
         VERIFY,
         (Edit("uniform24(seed, DOMAIN_CORRECTION, cfg.round, row)", "uniform24(seed, DOMAIN_ACCEPT, cfg.round, row)"),),
