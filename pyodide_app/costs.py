@@ -5,7 +5,8 @@ Measured with verify calls at the request's sampling settings whose point-mass d
 V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
 64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. The
 draft's cost is a one-token proposal through the neural proposer itself. When sampling, every further row a
-round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1).
+round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1), the
+two timed side by side in every sweep (machine drift between separate passes would land in the difference).
 
 A verified row also attends to every context token, so at a long context each row costs more than V(T)/T
 says: key_ms, the ms per verified row per context token beyond the 64 of the measurement, comes from greedy
@@ -88,11 +89,13 @@ def measure_costs(
     row, and the time of a one-token proposal of `draft` (the neural proposer at the request's settings,
     or None)."""
     rows = sorted({min(r, t_max) for r in MEASURED_ROWS})
-    best = yield from verify_ms_by_rows(champion, rows, repeats, settings)
-    row_ms = 0.0
+    # A sampled request's row cost is the difference of two timings: they are taken side by side, each sweep.
+    cases = [(r, settings) for r in rows]
     if not settings.greedy:
-        plain = yield from verify_ms_by_rows(champion, [1], repeats, GREEDY)
-        row_ms = max(0.0, best[1] - plain[1])
+        cases.insert(1, (1, GREEDY))
+    timed = yield from verify_ms(champion, cases, repeats)
+    best = {r: timed[(r, settings)] for r in rows}
+    row_ms = 0.0 if settings.greedy else max(0.0, timed[(1, settings)] - timed[(1, GREEDY)])
     draft_ms = None
     if draft is not None:
         draft_ms = yield from time_draft_step(draft, repeats, settings)
@@ -120,13 +123,22 @@ def verify_ms_by_rows(
     settings: SamplingSettings = GREEDY,
     context: Sequence[int] = CONTEXT,
 ) -> Generator[Wait, None, dict[int, float]]:
-    """{T: best-of-`repeats` ms of a verify call of T rows at `settings` (point-mass drafts the champion
-    rejects at once: tokens 200.. after an unrelated context)} after `context`; the sweeps interleave the row
-    counts and the first one warms up. The KV cache is forgotten after."""
+    """{T: best-of-`repeats` ms of a verify call of T rows at `settings`}: verify_ms for one setting."""
+    timed = yield from verify_ms(champion, [(rows, settings) for rows in rows_measured], repeats, context)
+    return {rows: ms for (rows, _), ms in timed.items()}
+
+
+def verify_ms(
+    champion, cases: Sequence[tuple[int, SamplingSettings]], repeats: int, context: Sequence[int] = CONTEXT
+) -> Generator[Wait, None, dict[tuple[int, SamplingSettings], float]]:
+    """{(T, settings): best-of-`repeats` ms of a verify call of T rows at those settings (point-mass drafts
+    the champion rejects at once: tokens 200.. after an unrelated context)} after `context`; each sweep runs
+    every case in turn, so machine drift (a browser's warm-up, a busy neighbour) hits them alike, and the
+    first sweep warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(context[:-1]))
-    best = {rows: float("inf") for rows in rows_measured}
+    best = {case: float("inf") for case in cases}
     for repeat in range(repeats + 1):
-        for rows in rows_measured:
+        for rows, settings in cases:
             drafts = tuple(200 + i for i in range(rows - 1))
             request = VerifyRequest(
                 context,
@@ -140,7 +152,7 @@ def verify_ms_by_rows(
             began = time.perf_counter()
             yield from settle(champion.verify(request))
             if repeat:
-                best[rows] = min(best[rows], (time.perf_counter() - began) * 1000)
+                best[(rows, settings)] = min(best[(rows, settings)], (time.perf_counter() - began) * 1000)
     champion.forget()
     return best
 
