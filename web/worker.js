@@ -240,7 +240,7 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
 }
 
 // At a first load on a device with both paths: one greedy step of the loaded WebGPU champion against one of
-// the CPU champion (float32 graph). Returns {cpu, engine} when the CPU one is faster (it replaces the WebGPU
+// the CPU champion (float32 graph), WebGPU timed before and after the CPU (the better of the two counts). Returns {cpu, engine} when the CPU one is faster (it replaces the WebGPU
 // engine), else {} after releasing the CPU trial; both with the measurement and the reason in words.
 async function fasterChampion(ort, files, shaders, draft, kMax, limit, cpuFloorMs) {
   const bench = pyodide.pyimport("pyodide_app.kernel_bench");
@@ -250,8 +250,11 @@ async function fasterChampion(ort, files, shaders, draft, kMax, limit, cpuFloorM
   progress("gpu", 0, 1, "timing the CPU champion against WebGPU");
   const trial = await cpuChampion(ort, files);
   measured.cpu_ms = await cpuStepMs(trial.runner, 2);
-  const words = `WebGPU ${webgpuMs.toFixed(0)} ms vs CPU ${measured.cpu_ms.toFixed(0)} ms per token, measured at this first load`;
-  if (measured.cpu_ms >= webgpuMs) {
+  // WebGPU again after the CPU: its first timing follows the weight upload at once, when the browser can still
+  // be busy (a Firefox bench run timed it at 83 ms there, the page's later calls at 60 ms, and chose the CPU).
+  measured.webgpu_ms = Math.min(webgpuMs, await bench.decode_step_ms.callPromising(engine.champion, 2));
+  const words = `WebGPU ${measured.webgpu_ms.toFixed(0)} ms vs CPU ${measured.cpu_ms.toFixed(0)} ms per token, measured at this first load`;
+  if (measured.cpu_ms >= measured.webgpu_ms) {
     await trial.runner.release();
     return { measured, why: `faster than the CPU champion (${words})` };
   }
