@@ -3,6 +3,7 @@ frozen, and never part of what a draft is trained on."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import itertools
 import json
@@ -15,6 +16,7 @@ from build_tools.distill_prompts import training_prompts
 from .conftest import ROOT
 
 EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
+SELF_INSTRUCT = ROOT / "build_tools" / "distill_selfinstruct_prompts.jsonl.gz"  # scripts/self_instruct_prompts.py
 SHIPPED = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled" / "provenance.json"
 TRAINING_PROMPTS_CHECKED = 20_000  # the shipped draft trained on 6,132 answers of seed 0's stream
 
@@ -64,6 +66,17 @@ def test_it_shares_no_text_with_the_found_prompts():
     for item in found:
         text = "\n".join(m["content"] for m in messages_of(item))
         assert not (shingles(text) & eval_shingles), item["id"]
+
+
+def test_it_shares_no_text_with_the_self_instruct_prompts():
+    """Nor with the user messages the champion wrote itself (scripts/self_instruct_prompts.py, which drops any
+    reply sharing a 6-word sequence with this set; this re-checks the frozen file)."""
+    eval_shingles = set().union(*(shingles(t) for t in texts()))
+    with gzip.open(SELF_INSTRUCT, "rt", encoding="utf-8") as lines:
+        written = [json.loads(line) for line in lines]
+    assert len(written) >= 1000 and len({item["id"] for item in written}) == len(written)
+    for item in written:
+        assert not (shingles(item["prompt"]) & eval_shingles), item["id"]
 
 
 def test_the_shipped_drafts_measurement_is_of_this_exact_file():
