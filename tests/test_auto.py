@@ -164,29 +164,36 @@ def test_a_long_context_makes_every_verified_row_dearer():
     assert CostPolicy(costs).choose(long, 8, match, False) == Choice("prompt_lookup", 1, 3)  # 1.7/43.7 vs 1/26.4
 
 
+class ClockedChampion:
+    """A champion whose verify call n (1, 2, ...) moves a fake clock (installed as costs.time.perf_counter)
+    on by cost_ms(request, n)."""
+
+    def __init__(self, monkeypatch, cost_ms, context_limit: int = 2048):
+        self.now, self.calls, self.cost_ms, self.context_limit = 0.0, 0, cost_ms, context_limit
+        monkeypatch.setattr(costs_module.time, "perf_counter", lambda: self.now)
+
+    def prefill(self, tokens):
+        return None
+
+    def verify(self, request):
+        self.calls += 1
+        self.now += self.cost_ms(request, self.calls) / 1000
+
+    def forget(self):
+        pass
+
+
 def test_key_ms_is_the_slope_of_verify_time_per_row_and_context_token(monkeypatch):
     """measure_key_ms fits extra(T) = T * (LONG_CONTEXT - 64) * key_ms from verify calls at T = 1 and T_max
-    after 64 and after LONG_CONTEXT tokens; a champion too short for LONG_CONTEXT gets 0. The clock is the
-    fake champion's: 5 ms per call + 2 ms per row + 0.01 ms per row per context token."""
-    clock = [0.0]
-    monkeypatch.setattr(costs_module.time, "perf_counter", lambda: clock[0])
+    after 64 and after LONG_CONTEXT tokens; a champion too short for LONG_CONTEXT gets 0. The fake champion
+    takes 5 ms per call + 2 ms per row + 0.01 ms per row per context token."""
 
-    class Champion:
-        context_limit = 2048
+    def cost_ms(request, call):
+        return 5 + (len(request.drafts) + 1) * (2 + 0.01 * len(request.context))
 
-        def prefill(self, tokens):
-            return None
-
-        def verify(self, request):
-            rows = len(request.drafts) + 1
-            clock[0] += (5 + rows * (2 + 0.01 * len(request.context))) / 1000
-
-        def forget(self):
-            pass
-
-    assert finish(measure_key_ms(Champion(), 9)) == pytest.approx(0.01)
-    Champion.context_limit = LONG_CONTEXT + 8
-    assert finish(measure_key_ms(Champion(), 9)) == 0.0
+    assert finish(measure_key_ms(ClockedChampion(monkeypatch, cost_ms), 9)) == pytest.approx(0.01)
+    short = ClockedChampion(monkeypatch, cost_ms, context_limit=LONG_CONTEXT + 8)
+    assert finish(measure_key_ms(short, 9)) == 0.0
 
 
 def test_a_sampled_rows_cost_is_timed_beside_the_greedy_call_it_is_compared_with(monkeypatch):
@@ -195,24 +202,12 @@ def test_a_sampled_rows_cost_is_timed_beside_the_greedy_call_it_is_compared_with
     (sampled 98.5 ms, greedy 88.0 ms at T = 1 in the same cost model). Here every call is 2 ms faster than the
     one before (a warming runtime) and a sampled row costs 5 ms more: timed side by side, the difference is
     5 ms give or take one call's drift."""
-    clock = [0.0]
-    monkeypatch.setattr(costs_module.time, "perf_counter", lambda: clock[0])
 
-    class Champion:
-        calls = 0
+    def cost_ms(request, call):
+        return 200 - 2 * call + (0 if request.settings.greedy else 5) + len(request.drafts)
 
-        def prefill(self, tokens):
-            return None
-
-        def verify(self, request):
-            Champion.calls += 1
-            sampled = 5 if not request.settings.greedy else 0
-            clock[0] += (200 - 2 * Champion.calls + sampled + len(request.drafts)) / 1000
-
-        def forget(self):
-            pass
-
-    costs = finish(measure_costs(Champion(), None, 9, SamplingSettings(temperature=0.7)))
+    champion = ClockedChampion(monkeypatch, cost_ms)
+    costs = finish(measure_costs(champion, None, 9, SamplingSettings(temperature=0.7)))
     assert 3 <= costs.row_ms <= 7
 
 
