@@ -350,7 +350,7 @@ class GPUChampion:
         if family == "columns":
             count = groups(groups(n, COLUMNS_PER_INVOCATION), self.columns_workgroup)
         else:
-            count = (n + COLUMNS_PER_SPLIT_GROUP - 1) // COLUMNS_PER_SPLIT_GROUP
+            count = groups(n, COLUMNS_PER_SPLIT_GROUP)
         return pipeline, bindings, lambda rows: (count, 1, 1)
 
     def _build_steps(self, family: str, prefill: bool = False) -> list:

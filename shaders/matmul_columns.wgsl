@@ -23,9 +23,6 @@ override ACCUMULATE: bool = false;
 @group(0) @binding(4) var<storage, read> scales: array<u32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 
-// The 4 low (or high) nibbles of a word's 4 bytes, in byte order.
-fn low_nibbles(w: u32) -> vec4<f32> { return vec4<f32>(vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) & vec4<u32>(15u)); }
-fn high_nibbles(w: u32) -> vec4<f32> { return vec4<f32>(vec4<u32>(w >> 4u, w >> 12u, w >> 20u, w >> 28u) & vec4<u32>(15u)); }
 // The 4 signed bytes of a word, in byte order.
 fn int8s(w: u32) -> vec4<f32> {
     return vec4<f32>((vec4<i32>(bitcast<i32>(w << 24u), bitcast<i32>(w << 16u), bitcast<i32>(w << 8u), bitcast<i32>(w))) >> vec4<u32>(24u));

@@ -249,9 +249,9 @@ fn apply_top_p(lane: u32) {
     // mass(key >= mid) is each lane's sum, in index order, of its entries with key >= mid, then reduce_sum:
     // monotone in mid, so any start [low, high] holding tau gives the same tau. Entries below
     // floor = (1 - top_p) / V hold less than 1 - top_p together, so tau is usually >= floor: each lane then
-    // copies its entries >= floor, in index order, to work[V + start ..] (free until the residual) and the
-    // bisection scans only those (far fewer than V where the row is peaked) — the same terms in the
-    // same order, so the same sums. Where mass(key >= floor) < top_p after rounding, it copies every entry.
+    // copies its entries >= floor (copy_from) and the bisection scans only those (far fewer than V where the
+    // row is peaked) — the same terms in the same order, so the same sums. Where mass(key >= floor) < top_p
+    // after rounding, it copies every entry.
     let floor_key = order_key((1.0 - cfg.top_p) / f32(V));
     var candidates = copy_from(start, end, floor_key);
     let pruned = reduce_sum(lane, candidates.mass) >= cfg.top_p;

@@ -240,8 +240,9 @@ async function load({ kMax, context, kernels = null, kernelChoices = {}, backend
 }
 
 // At a first load on a device with both paths: one greedy step of the loaded WebGPU champion against one of
-// the CPU champion (float32 graph), WebGPU timed before and after the CPU (the better of the two counts). Returns {cpu, engine} when the CPU one is faster (it replaces the WebGPU
-// engine), else {} after releasing the CPU trial; both with the measurement and the reason in words.
+// the CPU champion (float32 graph), WebGPU timed before and after the CPU (the better of the two counts).
+// Returns {cpu, engine} when the CPU one is faster (it replaces the WebGPU engine), else {} after releasing
+// the CPU trial; both with the measurement and the reason in words.
 async function fasterChampion(ort, files, shaders, draft, kMax, limit, cpuFloorMs) {
   const bench = pyodide.pyimport("pyodide_app.kernel_bench");
   const webgpuMs = await bench.decode_step_ms.callPromising(engine.champion, 2);
