@@ -246,9 +246,10 @@ def parser() -> argparse.ArgumentParser:
     distill.add_argument("--eval-per-task", type=int, default=6)
     distill.add_argument(
         "--prompts",
-        choices=("templates", "mixed"),
+        choices=("templates", "mixed", "selfinstruct"),
         default="templates",
-        help="templates: distill_prompts' stream; mixed: prompts found on a build machine (frozen) + templates",
+        help="templates: distill_prompts' stream; mixed: prompts found on a build machine (frozen) + templates; "
+        "selfinstruct: user turns the champion wrote (frozen), then mixed",
     )
     distill.add_argument(
         "--warm-start",

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .distill_data import generate, replay
-from .distill_found import mixed_prompts
+from .distill_found import mixed_prompts, self_instruct_prompts
 from .distill_prompts import evaluation_prompts, prompts_hash, training_prompts
 from .distill_train import (
     DraftShape,
@@ -41,6 +41,10 @@ PROMPT_STREAMS = {  # --prompts: name -> (seed -> endless prompt items, what pro
     "mixed": (
         mixed_prompts,
         "build_tools/distill_found.py mixed_prompts (distill_found_prompts.jsonl.gz, 2 found : 1 template)",
+    ),
+    "selfinstruct": (
+        self_instruct_prompts,
+        "build_tools/distill_found.py self_instruct_prompts (distill_selfinstruct_prompts.jsonl.gz, then mixed)",
     ),
 }
 

@@ -2,11 +2,14 @@
 
     .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N]
                                                [--repeats R] [--arms none,neural:4,hybrid:4,prompt_lookup:4]
-                                               [--prompts two|bench] [--per-stratum N] [--sampled]
+                                               [--prompts two|bench|independent] [--per-stratum N] [--kinds K,..]
+                                               [--sampled]
 
 --prompts bench runs the page bench's workload (build_tools/bench_prompts.json: the first N prompts of every
-stratum) and adds each arm's median ratio over strata; --sampled runs every arm at temperature 0.7, top-p 0.9
-(seed 0; the tokens then differ between arms, only speed compares).
+stratum) and adds each arm's median ratio over strata; --prompts independent runs the drafts' independent
+evaluation set (build_tools/draft_eval_independent.json, whole chats), only the kinds in --kinds (default: the
+open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (seed 0; the tokens then differ between
+arms, only speed compares).
 
 An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
 draft.stop_entropy_bits), to measure what the stop changes in the same run.
@@ -42,25 +45,37 @@ PROMPTS = {
 
 SAMPLED = {"temperature": 0.7, "top_p": 0.9}
 BENCH_PROMPTS = ROOT / "build_tools" / "bench_prompts.json"
+INDEPENDENT = ROOT / "build_tools" / "draft_eval_independent.json"
+OPEN_CHAT = "casual,advice,explanation,howto,creative,multi-turn"  # the independent set's open-chat kinds
 
 
-def bench_prompts(per_stratum: int) -> dict[str, str]:
-    """{"stratum" or "stratum #i": prompt}: the page bench's workload, the first per_stratum of each stratum."""
+def user_turn(prompt: str) -> list[dict]:
+    return [{"role": "user", "content": prompt}]
+
+
+def independent_prompts(kinds: set[str]) -> dict[str, list[dict]]:
+    """{"kind: id": messages}: the independent evaluation set's chats of those kinds."""
+    items = json.loads(INDEPENDENT.read_text())["items"]
+    return {f"{item['kind']}: {item['id']}": item["messages"] for item in items if item["kind"] in kinds}
+
+
+def bench_prompts(per_stratum: int) -> dict[str, list[dict]]:
+    """{"stratum" or "stratum #i": messages}: the page bench's workload, the first per_stratum of each stratum."""
     strata = json.loads(BENCH_PROMPTS.read_text())["strata"]
     return {
-        (name if per_stratum == 1 else f"{name} #{i + 1}"): prompt
+        (name if per_stratum == 1 else f"{name} #{i + 1}"): user_turn(prompt)
         for name, prompts in strata.items()
         for i, prompt in enumerate(prompts[:per_stratum])
     }
 
 
 def run_arm(
-    engine, prompt: str, proposer: str, k: int, max_tokens: int, stop: bool = True, sampled: bool = False
+    engine, messages: list[dict], proposer: str, k: int, max_tokens: int, stop: bool = True, sampled: bool = False
 ) -> dict:
     engine.forget_context()
     calibrated, engine.stop_bits = engine.stop_bits, engine.stop_bits if stop else None
     request = {
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": messages,
         "max_tokens": max_tokens,
         **(SAMPLED if sampled else {"temperature": 0}),
         "seed": 0,
@@ -100,17 +115,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4,auto:8")
     parser.add_argument("--json", type=Path, help="also write every run here")
-    parser.add_argument("--prompts", choices=("two", "bench"), default="two")
+    parser.add_argument("--prompts", choices=("two", "bench", "independent"), default="two")
     parser.add_argument("--per-stratum", type=int, default=1, help="with --prompts bench")
+    parser.add_argument("--kinds", default=OPEN_CHAT, help="with --prompts independent")
     parser.add_argument("--sampled", action="store_true", help="temperature 0.7, top-p 0.9 instead of greedy")
     args = parser.parse_args()
-    prompts = PROMPTS if args.prompts == "two" else bench_prompts(args.per_stratum)
+    prompts = {
+        "two": lambda: {name: user_turn(prompt) for name, prompt in PROMPTS.items()},
+        "bench": lambda: bench_prompts(args.per_stratum),
+        "independent": lambda: independent_prompts(set(args.kinds.split(","))),
+    }[args.prompts]()
     arms = [parse_arm(a) for a in args.arms.split(",")]
     if arms[0] != ("none", 0, True):
         arms.insert(0, ("none", 0, True))
     engine = load_engine(args.model, backend=args.backend, context_limit=2048)
     if any(proposer == "auto" for proposer, _, _ in arms):  # auto measures the device once: outside the timed arms
-        longest = max(prompts.values(), key=len)  # a long prompt has the long-context cost measured here too
+        longest = max(prompts.values(), key=lambda chat: sum(len(m["content"]) for m in chat))  # long context cost too
         run_arm(engine, longest, "auto", engine.k_max, 1, sampled=args.sampled)
         measured = {kind: costs.summary() for kind, costs in engine.costs.items()}
         print(f"auto costs: {measured}; long-context key_ms: {engine.key_ms}")

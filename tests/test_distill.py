@@ -18,7 +18,14 @@ import torch
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_data import pending_jobs
-from build_tools.distill_found import FOUND_PER_TEMPLATE, found_prompts, mixed_prompts
+from build_tools.distill_found import (
+    FOUND_PER_TEMPLATE,
+    SELF_INSTRUCT,
+    found_prompts,
+    frozen_prompts,
+    mixed_prompts,
+    self_instruct_prompts,
+)
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import (
     DraftShape,
@@ -59,6 +66,19 @@ def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_orde
     assert any("messages" in p for p in found) and all(("messages" in p) != ("prompt" in p) for p in found)
     modes = {(kind, job.mode) for kind, job in zip(kinds, pending_jobs(first, set(), lambda m: [1], 0, 3))}
     assert modes == {("found", "greedy"), ("found", "sampled"), ("template", "greedy"), ("template", "sampled")}
+
+
+def test_the_self_instruct_stream_answers_every_written_prompt_then_the_mixed_stream():
+    """Every prompt of the frozen self-instruct file once, in file order, then the mixed stream from its start
+    (a run that continues the shipped draft's data skips the mixed prompts already answered); both answer modes
+    occur among the written prompts. Fails if the stream drops, repeats or reorders prompts."""
+    written = frozen_prompts(SELF_INSTRUCT)
+    stream = list(itertools.islice(self_instruct_prompts(0), len(written) + 30))
+    assert stream[: len(written)] == written and stream[len(written) :] == list(itertools.islice(mixed_prompts(0), 30))
+    assert len({p["id"] for p in stream}) == len(stream)
+    assert all(p["task"].startswith("self_instruct/") and p["prompt"].strip() for p in written)
+    modes = {job.mode for job in pending_jobs(written[:60], set(), lambda m: [1], 0, 3)}
+    assert modes == {"greedy", "sampled"}
 
 
 def test_warm_start_loads_the_shipped_drafts_weights():
