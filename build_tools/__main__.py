@@ -99,6 +99,7 @@ def command_bench(args) -> None:
         backend=args.backend,
         peer_gguf_path=args.peer_gguf,
         call_timeout_s=args.call_timeout,
+        repeats=args.repeats,
     )
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
@@ -205,6 +206,9 @@ def parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--strata", help="comma-separated subset of the strata in build_tools/bench_prompts.json")
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
+    bench.add_argument(
+        "--repeats", type=int, default=1, help="rounds of every arm per prompt, interleaved; the table takes medians"
+    )
     bench.add_argument("--kernel-repeats", type=int, default=3)
     bench.add_argument(
         "--quick", action="store_true", help="every arm on six short strata, 12 tokens (about 10 minutes)"

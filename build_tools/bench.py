@@ -287,8 +287,11 @@ def run_bench(
     backend: str = "auto",
     peer_gguf_path: Path | None = None,
     call_timeout_s: float = CALL_TIMEOUT_S,
+    repeats: int = 1,
 ) -> dict:
     """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
+    repeats: each prompt's arms run this many rounds back to back, the arm order reversed every other round
+    (drift over a round then cancels between arms); the summary takes medians over the rounds.
     peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model)).
     call_timeout_s: the most one arm may take for one prompt; a peer past it is not run again (its
     later prompts record why), the app's page past it ends the run (records.jsonl keeps what ran)."""
@@ -347,9 +350,10 @@ def run_bench(
             peer_page = open_peer_page(context, url) if gguf is not None else None  # a second tab, same session
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             hung: set[str] = set()  # peers that gave no answer once: not run again
-            for index, item in enumerate(items):
-                for arm in arms:
-                    if not runs_on(arm, item, first_greedy):
+            rounds = [(item, repeat) for item in items for repeat in range(repeats)]
+            for index, (item, repeat) in enumerate(rounds):
+                for arm in arms if repeat % 2 == 0 else arms[::-1]:
+                    if not runs_on(arm, item, first_greedy) or (arm.name == SLOW_PEER and repeat):
                         continue
                     if arm.name in hung:
                         record = {"arm": arm.name, **item, "error": "not run: this peer hung on an earlier prompt"}
@@ -365,11 +369,13 @@ def run_bench(
                             }
                     if record.get("hung"):
                         hung.add(arm.name)
+                    record["repeat"] = repeat
                     records.append(record)
                     out.mkdir(parents=True, exist_ok=True)
                     with open(out / "records.jsonl", "a") as raw:  # kept even if the run dies later
                         raw.write(json.dumps(record) + "\n")
-                    log(f"[{index + 1}/{len(items)} {item['setting']} {item['stratum']}] {arm.name}: {outcome(record)}")
+                    where = f"{index + 1}/{len(rounds)} {item['setting']} {item['stratum']}"
+                    log(f"[{where}] {arm.name}: {outcome(record)}")
             kernel = profile = None
             if info["backend"] == "WebGPU":
                 kernel = call(page, "(n) => window.specChat.kernel(n)", kernel_repeats, call_timeout_s)
@@ -385,7 +391,14 @@ def run_bench(
     decode = token_decoder(model, manifest)
     for record in records:  # greedy peers: do they produce the champion's answer?
         base = next(
-            (r for r in records if r["arm"] == "none" and r["setting"] == "greedy" and r["prompt"] == record["prompt"]),
+            (
+                r
+                for r in records
+                if r["arm"] == "none"
+                and r["setting"] == "greedy"
+                and r["prompt"] == record["prompt"]
+                and r["repeat"] == record["repeat"]
+            ),
             None,
         )
         if record["arm"].startswith("ort-") and "tokens" in record:
@@ -403,6 +416,7 @@ def run_bench(
         "backend": info["backend"],
         "model": str(model),
         "max_tokens": max_tokens,
+        "repeats": repeats,
         "seed": SEED,
         "settings": SETTINGS,
         "arms": [asdict(a) for a in arms],

@@ -39,12 +39,17 @@ def median_of(records, key):
 
 
 def paired_speedups(records: list[dict], arm: str, base: str) -> list[float]:
-    """Per-request decode speed-up of `arm` over `base` on the same prompt and setting."""
-    by_key = {(r["setting"], r["prompt"]): r for r in records if r["arm"] == base and r.get("decode_tps")}
+    """Per-request decode speed-up of `arm` over `base` on the same prompt and setting, in the same round of a
+    repeated run (records without "repeat" are round 0)."""
+
+    def key(r: dict) -> tuple:
+        return r["setting"], r["prompt"], r.get("repeat", 0)
+
+    by_key = {key(r): r for r in records if r["arm"] == base and r.get("decode_tps")}
     return [
-        r["decode_tps"] / by_key[(r["setting"], r["prompt"])]["decode_tps"]
+        r["decode_tps"] / by_key[key(r)]["decode_tps"]
         for r in records
-        if r["arm"] == arm and r.get("decode_tps") and (r["setting"], r["prompt"]) in by_key
+        if r["arm"] == arm and r.get("decode_tps") and key(r) in by_key
     ]
 
 

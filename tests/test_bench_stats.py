@@ -1,0 +1,28 @@
+"""Bench statistics over repeated rounds (no browser): a repeated run pairs each arm with champion-alone of the
+same round, so drift between rounds cancels in the per-request speed-ups."""
+
+from __future__ import annotations
+
+from build_tools.bench import ARMS
+from build_tools.bench_stats import paired_speedups, summarize
+
+
+def record(arm: str, repeat: int, tps: float) -> dict:
+    return {"arm": arm, "setting": "greedy", "stratum": "chat", "prompt": "hi", "repeat": repeat, "decode_tps": tps}
+
+
+def test_repeated_rounds_pair_within_their_round():
+    """The machine runs 3x faster in round 1 than in round 0; lookup is 2x champion-alone in both. Pairing
+    across rounds (keyed by prompt alone) gives 6x or 2/3x; within rounds, 2x each time."""
+    records = [record("none", 0, 10.0), record("lookup-k4", 0, 20.0), record("none", 1, 30.0)]
+    records.append(record("lookup-k4", 1, 60.0))
+    assert paired_speedups(records, "lookup-k4", "none") == [2.0, 2.0]
+    rows = {r["arm"]: r for r in summarize(records, [a for a in ARMS if a.name in ("none", "lookup-k4")])}
+    assert rows["lookup-k4"]["requests"] == 2 and rows["lookup-k4"]["per_request_speedup"]["median"] == 2.0
+
+
+def test_records_of_a_single_round_need_no_repeat_field():
+    records = [record("none", 0, 10.0), record("lookup-k4", 0, 15.0)]
+    for r in records:
+        del r["repeat"]
+    assert paired_speedups(records, "lookup-k4", "none") == [1.5]
