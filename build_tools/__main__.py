@@ -133,11 +133,11 @@ def command_distill(args) -> None:
     )
 
 
-def command_draft_sampler(args) -> None:
-    from .prebuilt_draft import upgrade_sampler
+def command_draft_upgrade(args) -> None:
+    from .prebuilt_draft import upgrade_graph
 
-    provenance = upgrade_sampler(args.folder)
-    print(f"{args.folder / 'draft.onnx'}: sampler rebuilt, sha256 {provenance['draft_onnx_sha256'][:12]}…")
+    provenance = upgrade_graph(args.folder)
+    print(f"{args.folder / 'draft.onnx'}: graph upgraded, sha256 {provenance['draft_onnx_sha256'][:12]}…")
 
 
 def command_serve(args) -> None:
@@ -272,9 +272,11 @@ def parser() -> argparse.ArgumentParser:
     )
     distill.set_defaults(run=command_distill)
 
-    sampler = commands.add_parser("draft-sampler", help="rebuild a prebuilt draft's sampler in place (same weights)")
-    sampler.add_argument("folder", type=Path)
-    sampler.set_defaults(run=command_draft_sampler)
+    upgrade = commands.add_parser(
+        "draft-upgrade", help="rewrite a prebuilt draft's graph in place: today's sampler and kernels, same weights"
+    )
+    upgrade.add_argument("folder", type=Path)
+    upgrade.set_defaults(run=command_draft_upgrade)
 
     serve = commands.add_parser("serve", help="serve the site on 127.0.0.1 with COOP/COEP headers")
     serve.add_argument("--port", type=int, default=8000)

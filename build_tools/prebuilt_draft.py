@@ -68,32 +68,36 @@ def copy_prebuilt(draft: PrebuiltDraft, path: Path) -> dict:
     return {key: value for key, value in draft.entry.items() if key not in ("kind", "onnx", "description")}
 
 
-def upgrade_sampler(folder: Path) -> dict:
-    """Rebuild the sampler of a prebuilt draft.onnx in place (export_onnx.replace_sampler: same weights and
-    logits, the exact 2^-24-grid sampler) and record it in provenance.json. Returns the new provenance."""
+def upgrade_graph(folder: Path) -> dict:
+    """Rewrite a prebuilt draft.onnx in place with today's exporter graph rewrites, weights unchanged:
+    its sampler rebuilt (export_onnx.replace_sampler: the exact 2^-24-grid sampler) and its Q8_0 projections
+    unpacked (export_onnx.unpack_q8_matmuls: the fast kernel). Both are no-ops on a graph that has them.
+    Records the rewrite in provenance.json's graph_history; returns the new provenance."""
     import time
 
     import numpy as np
     import onnx
 
-    from .export_onnx import replace_sampler
+    from .export_onnx import replace_sampler, unpack_q8_matmuls
 
     draft = read_prebuilt(folder)
     id_map = draft.entry.get("id_map")
-    model = replace_sampler(
-        onnx.load(str(draft.folder / "draft.onnx")), None if id_map is None else np.asarray(id_map, np.int64)
-    )
+    model = onnx.load(str(draft.folder / "draft.onnx"))
+    model = unpack_q8_matmuls(replace_sampler(model, None if id_map is None else np.asarray(id_map, np.int64)))
     onnx.save(model, str(draft.folder / "draft.onnx"))
     provenance = dict(draft.provenance)
-    history = list(provenance.get("sampler_history", []))
-    history.append(
-        {
-            "sampler": "export_onnx.add_sampler: q on a 2^-24 grid, integer inverse CDF (exact)",
-            "previous_draft_onnx_sha256": provenance["draft_onnx_sha256"],
-            "rewritten": time.strftime("%Y-%m-%d %H:%M:%S"),
-        }
-    )
-    provenance["sampler_history"] = history
-    provenance["draft_onnx_sha256"] = hashlib.sha256((draft.folder / "draft.onnx").read_bytes()).hexdigest()
-    (draft.folder / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
+    digest = hashlib.sha256((draft.folder / "draft.onnx").read_bytes()).hexdigest()
+    if digest != provenance["draft_onnx_sha256"]:
+        history = list(provenance.get("graph_history", []))
+        history.append(
+            {
+                "rewrite": "export_onnx.replace_sampler (q on a 2^-24 grid, integer inverse CDF: exact) and "
+                "unpack_q8_matmuls (Q8_0 projections as MatMul over float32 weights folded at load)",
+                "previous_draft_onnx_sha256": provenance["draft_onnx_sha256"],
+                "rewritten": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+        )
+        provenance["graph_history"] = history
+        provenance["draft_onnx_sha256"] = digest
+        (draft.folder / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
     return provenance

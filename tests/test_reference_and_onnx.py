@@ -308,6 +308,50 @@ def test_golden_vectors_reproduce(synth_package):
         )
 
 
+def matmul_bits(model) -> list[int]:
+    """The `bits` of every MatMulNBits node left in a graph."""
+    import onnx
+
+    return [
+        onnx.helper.get_attribute_value(a)
+        for n in model.graph.node
+        if n.op_type == "MatMulNBits"
+        for a in n.attribute
+        if a.name == "bits"
+    ]
+
+
+def test_draft_graphs_unpack_q8_projections_whose_codes_are_their_own(tmp_path):
+    """A draft graph's Q8_0 head (reduced vocabulary: its own codes) becomes a MatMul over weights folded at load
+    and computes the packed graph's logits; a tied head shares the embedding's codes and stays packed; the rewrite
+    is idempotent. Fails if the unpacked weights drop the zero point or the scales' layout (logits differ by O(1)),
+    or if shared codes are unpacked (the tied head's MatMulNBits disappears)."""
+    import onnx
+
+    from build_tools.export_onnx import LlamaExporter, export_llama, unpack_q8_matmuls
+
+    _, draft = synth_models(0)
+    id_map = np.array([2, 5, 60, 61, 62, 63, 64, 300, 301, 302], np.int64)
+    packed = LlamaExporter(draft, draft.config.n_layers, id_map).build()
+    assert 8 in matmul_bits(packed)
+    onnx.save(packed, str(tmp_path / "packed.onnx"))
+    entry = export_llama(draft, draft.config.n_layers, tmp_path / "unpacked.onnx", id_map)
+    unpacked = onnx.load(str(tmp_path / "unpacked.onnx"))
+    assert 8 not in matmul_bits(unpacked)
+    again = unpack_q8_matmuls(onnx.load(str(tmp_path / "unpacked.onnx")))
+    assert again.SerializeToString() == unpacked.SerializeToString()
+    for temperature, uniform in ((0.0, 0.5), (1.0, 0.3)):
+        outs = [
+            run_draft(
+                draft_session(tmp_path / name), [1, 70, 80, 9], empty_past(entry["config"]), temperature, uniform
+            )[0]
+            for name in ("packed.onnx", "unpacked.onnx")
+        ]
+        assert np.abs(outs[0]["logits"] - outs[1]["logits"]).max() < 1e-5
+    tied = LlamaExporter(draft, draft.config.n_layers).build()
+    assert matmul_bits(unpack_q8_matmuls(tied)).count(8) == matmul_bits(tied).count(8) == 1
+
+
 def test_reduced_output_vocabulary_maps_tokens_back_to_ids(tmp_path):
     from build_tools.export_onnx import export_llama
 
