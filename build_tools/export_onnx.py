@@ -470,30 +470,34 @@ def unpack_q8_matmuls(model: onnx.ModelProto) -> onnx.ModelProto:
     graph = model.graph
     initializers = {i.name: i for i in graph.initializer}
     readers = Counter(name for node in graph.node for name in node.input)
+    reshaped = {}  # scales initializer name -> the same values as [N, K / BLOCK, 1], under the same name
     g = Graph(counter=20_000_000)  # fresh names cannot collide with the exporter's or the sampler's
     nodes = []
     for node in graph.node:
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         constant = len(node.input) >= 4 and all(name in initializers for name in node.input[1:4])
-        constant = constant and readers[node.input[1]] == 1
+        constant = constant and readers[node.input[1]] == readers[node.input[2]] == 1
         if node.op_type != "MatMulNBits" or attrs.get("bits") != 8 or not constant:
             nodes.append(node)
             continue
         k, n = attrs["K"], attrs["N"]
         # node.input[1]: the codes, uint8 [N, K / BLOCK, BLOCK]
         scales = numpy_helper.to_array(initializers[node.input[2]]).reshape(n, -1, 1)  # float32 [N, K / BLOCK, 1]
+        reshaped[node.input[2]] = numpy_helper.from_array(scales, node.input[2])
         if not (numpy_helper.to_array(initializers[node.input[3]]) == 128).all():
             raise ValueError(f"{node.name}: Q8_0 codes have zero point 128")
         first = len(g.nodes)
         values = g.op("Cast", [node.input[1]], "q8_values", to=TensorProto.FLOAT)
         centred = g.op("Sub", [values, g.const(np.float32(128.0), "q8_zero")], "q8_centred")
-        weights = g.op("Mul", [centred, g.const(scales, node.input[2])], "q8_weights")  # [N, K / BLOCK, BLOCK]
+        weights = g.op("Mul", [centred, node.input[2]], "q8_weights")  # [N, K / BLOCK, BLOCK]
         rows = g.op("Reshape", [weights, g.const(np.array([n, k], np.int64))], "q8_rows")  # [N, K]
         columns = g.op("Transpose", [rows], "q8_columns", perm=[1, 0])  # [K, N]
         g.op("MatMul", [node.input[0], columns], outputs=list(node.output))
         nodes.extend(g.nodes[first:])
+    if not g.nodes:
+        return model  # nothing to unpack: the graph as it was, byte for byte
     used = {name for node in nodes for name in node.input}
-    kept = [i for i in [*graph.initializer, *g.initializers] if i.name in used]
+    kept = [reshaped.get(i.name, i) for i in [*graph.initializer, *g.initializers] if i.name in used]
     del graph.node[:]
     graph.node.extend(nodes)
     del graph.initializer[:]

@@ -83,7 +83,7 @@ def upgrade_graph(folder: Path) -> dict:
     draft = read_prebuilt(folder)
     id_map = draft.entry.get("id_map")
     model = onnx.load(str(draft.folder / "draft.onnx"))
-    model = unpack_q8_matmuls(replace_sampler(model, None if id_map is None else np.asarray(id_map, np.int64)))
+    model = replace_sampler(unpack_q8_matmuls(model), None if id_map is None else np.asarray(id_map, np.int64))
     onnx.save(model, str(draft.folder / "draft.onnx"))
     provenance = dict(draft.provenance)
     digest = hashlib.sha256((draft.folder / "draft.onnx").read_bytes()).hexdigest()

@@ -12,6 +12,7 @@ import shutil
 from dataclasses import replace
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -43,6 +44,7 @@ from pyodide_app.native.dense_champion import open_runtime
 from .conftest import run_build_tools
 from .model_fixtures import write_gguf
 from .test_package import assert_one_line_error
+from .test_reference_and_onnx import matmul_bits
 
 
 def test_evaluation_prompts_are_fixed_and_never_trained_on():
@@ -161,6 +163,11 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
     assert manifest["identity"]["draft_tokenizer"] == manifest["identity"]["tokenizer"]
     assert (package / "draft.onnx").read_bytes() == (out / "draft.onnx").read_bytes()
     assert run_build_tools("check", str(package)).returncode == 0
+    # draft-upgrade on a draft it already upgraded leaves it byte for byte, and its history once
+    assert run_build_tools("draft-upgrade", str(out)).returncode == 0
+    upgraded, history = (out / "draft.onnx").read_bytes(), (out / "provenance.json").read_text()
+    assert run_build_tools("draft-upgrade", str(out)).returncode == 0
+    assert (out / "draft.onnx").read_bytes() == upgraded and (out / "provenance.json").read_text() == history
 
     damaged = tmp_path / "damaged"
     shutil.copytree(out, damaged, ignore=shutil.ignore_patterns("data", "eval-data", "champion"))
@@ -284,6 +291,7 @@ def test_shipped_draft_is_intact_and_its_onnx_equals_its_pytorch_model():
     with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
         reference = {k: data[k] for k in data.files}
     assert len(reference["lengths"]) == 4 and reference["logits"].shape[1] == draft.entry["output_vocab"]
+    assert 8 not in matmul_bits(onnx.load(str(DEFAULT_DRAFT / "draft.onnx")))  # draft-upgrade: the fast kernels
     gap = onnx_gap(DEFAULT_DRAFT / "draft.onnx", draft.entry, reference)
     print(f"\n[distill] shipped draft.onnx vs its PyTorch model: max |logit diff| = {gap:.2e}")
     assert gap < 1e-4
