@@ -485,7 +485,7 @@ def unpack_q8_matmuls(model: onnx.ModelProto) -> onnx.ModelProto:
         scales = numpy_helper.to_array(initializers[node.input[2]]).reshape(n, -1, 1)  # float32 [N, K / BLOCK, 1]
         reshaped[node.input[2]] = numpy_helper.from_array(scales, node.input[2])
         if not (numpy_helper.to_array(initializers[node.input[3]]) == 128).all():
-            raise ValueError(f"{node.name}: Q8_0 codes have zero point 128")
+            raise ValueError(f"{node.name}: 8-bit weights with a zero point other than 128 (not a Q8_0 table)")
         first = len(g.nodes)
         values = g.op("Cast", [node.input[1]], "q8_values", to=TensorProto.FLOAT)
         centred = g.op("Sub", [values, g.const(np.float32(128.0), "q8_zero")], "q8_centred")

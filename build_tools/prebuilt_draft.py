@@ -71,7 +71,7 @@ def copy_prebuilt(draft: PrebuiltDraft, path: Path) -> dict:
 def upgrade_graph(folder: Path) -> dict:
     """Rewrite a prebuilt draft.onnx in place with today's exporter graph rewrites, weights unchanged:
     its sampler rebuilt (export_onnx.replace_sampler: the exact 2^-24-grid sampler) and its Q8_0 projections
-    unpacked (export_onnx.unpack_q8_matmuls: the fast kernel). Both are no-ops on a graph that has them.
+    unpacked (export_onnx.unpack_q8_matmuls: the fast kernel). A second upgrade changes nothing.
     Records the rewrite in provenance.json's graph_history; returns the new provenance."""
     import time
 
