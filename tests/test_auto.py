@@ -264,7 +264,8 @@ def test_the_neural_prior_is_the_shipped_drafts_measured_agreement(real_package)
 
     manifest = json.loads((real_package / "manifest.json").read_text())
     provenance = json.loads((ROOT / "build_tools/drafts/smollm2-135m-distilled/provenance.json").read_text())
-    # measured on the independent evaluation set (tests/test_draft_eval.py), not the held-out split (0.48)
-    assert manifest["draft"]["agreement"] == provenance["independent_evaluation"]["greedy_agreement"] < 0.3
+    # measured on the independent evaluation set (tests/test_draft_eval.py), not the held-out split (~0.5)
+    independent = provenance["independent_evaluation"]["greedy_agreement"]
+    assert manifest["draft"]["agreement"] == independent < provenance["evaluation"]["overall"] - 0.1
     assert Engine(None, None, None, manifest).neural_prior() == manifest["draft"]["agreement"]
     assert Engine(None, None, None, {**manifest, "draft": {}}).neural_prior() == 0.4
