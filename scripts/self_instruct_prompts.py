@@ -32,13 +32,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from build_tools.distill_data import generate  # noqa: E402
+from build_tools.distill_found import SELF_INSTRUCT  # noqa: E402
 from build_tools.distill_train import load_answers  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
 from scripts.found_prompts import EVERYDAY  # noqa: E402
 
-OUT = ROOT / "build_tools" / "distill_selfinstruct_prompts.jsonl.gz"
+OUT = SELF_INSTRUCT  # what `build_tools distill --prompts selfinstruct` answers
 EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
 
 KINDS = {  # kind -> what the champion is asked to write

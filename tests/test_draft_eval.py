@@ -3,20 +3,18 @@ frozen, and never part of what a draft is trained on."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import json
 import re
 
 from build_tools.distill_data import messages_of
-from build_tools.distill_found import found_prompts
+from build_tools.distill_found import SELF_INSTRUCT, found_prompts, frozen_prompts
 from build_tools.distill_prompts import training_prompts
 
 from .conftest import ROOT
 
 EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
-SELF_INSTRUCT = ROOT / "build_tools" / "distill_selfinstruct_prompts.jsonl.gz"  # scripts/self_instruct_prompts.py
 SHIPPED = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled" / "provenance.json"
 TRAINING_PROMPTS_CHECKED = 20_000  # the shipped draft trained on 6,132 answers of seed 0's stream
 
@@ -72,8 +70,7 @@ def test_it_shares_no_text_with_the_self_instruct_prompts():
     """Nor with the user messages the champion wrote itself (scripts/self_instruct_prompts.py, which drops any
     reply sharing a 6-word sequence with this set; this re-checks the frozen file)."""
     eval_shingles = set().union(*(shingles(t) for t in texts()))
-    with gzip.open(SELF_INSTRUCT, "rt", encoding="utf-8") as lines:
-        written = [json.loads(line) for line in lines]
+    written = frozen_prompts(SELF_INSTRUCT)
     assert len(written) >= 1000 and len({item["id"] for item in written}) == len(written)
     for item in written:
         assert not (shingles(item["prompt"]) & eval_shingles), item["id"]
