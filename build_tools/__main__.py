@@ -125,6 +125,7 @@ def command_distill(args) -> None:
         lr=args.lr,
         replay_from=args.replay,
         output_vocab=args.output_vocab,
+        n_layers=args.layers,
     )
     print(
         f"distill -> {args.out}/draft.onnx: agreement {result['evaluation']['overall']:.3f}, "
@@ -258,7 +259,14 @@ def parser() -> argparse.ArgumentParser:
     distill.add_argument(
         "--warm-start",
         type=Path,
-        help="continue training this prebuilt draft folder (same shape) instead of from scratch",
+        help="continue training this prebuilt draft folder (same shape, or more layers with --layers) instead of "
+        "from scratch",
+    )
+    distill.add_argument(
+        "--layers",
+        type=int,
+        help="layers of the draft (default: the shape's); with --warm-start, more than the earlier draft's grows "
+        "it: the new blocks start as the identity",
     )
     distill.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (cosine decay to 0)")
     distill.add_argument(

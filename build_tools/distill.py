@@ -104,6 +104,7 @@ def run_distill(
     lr: float = 2e-3,
     replay_from: Path | None = None,
     output_vocab: int | None = None,
+    n_layers: int | None = None,
     log=print,
 ) -> dict:
     """Answer prompts of the `prompts` stream with the champion, train a draft of `shape_name` on every answer
@@ -116,6 +117,7 @@ def run_distill(
     from .reference import dequantize
 
     shape = SHAPES[shape_name] if output_vocab is None else replace(SHAPES[shape_name], output_vocab=output_vocab)
+    shape = shape if n_layers is None else replace(shape, n_layers=n_layers)
     out.mkdir(parents=True, exist_ok=True)
     package = champion_package(Path(spec), out / "champion", log)
     source, manifest = champion_source(package)
@@ -151,8 +153,9 @@ def run_distill(
     torch.manual_seed(seed)
     model = build_model(shape, embedding, embedding[vocab], source.config.rope_theta, source.config.rms_eps)
     if warm_from is not None:
-        warm_start(model, Path(warm_from) / "draft.onnx", vocab)
-        log(f"[distill] continuing from {warm_from}; {len(vocab)} output ids cover {covered:.3f} of the answers")
+        layers = warm_start(model, Path(warm_from) / "draft.onnx", vocab)
+        grown = f", grown from {layers} to {shape.n_layers} layers" if layers < shape.n_layers else ""
+        log(f"[distill] continuing from {warm_from}{grown}; {len(vocab)} output ids cover {covered:.3f} of the answers")
     fit = train(model, answers, vocab, train_minutes, seed, lr=lr, log=log)
     model.eval()
     draft_source = to_source(model, shape, vocab, source)  # snaps the weights to their exported Q8_0 values
@@ -217,10 +220,10 @@ def onnx_ms_per_token(path: Path, entry: dict, prompt: list[int], steps: int = 3
     from pyodide_app.native.onnx_draft import OnnxDraftRuntime
 
     runtime = OnnxDraftRuntime(path, entry, threads=1)
-    token, _ = runtime.step(prompt, 0.0, 1.0)
+    token = runtime.step(prompt, 0.0, 1.0).token
     started = time.perf_counter()
     for _ in range(steps):
-        token, _ = runtime.step([token], 0.0, 1.0)
+        token = runtime.step([token], 0.0, 1.0).token
     return 1000 * (time.perf_counter() - started) / steps
 
 

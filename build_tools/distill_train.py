@@ -124,11 +124,13 @@ def draft_vocabulary(draft_onnx: Path) -> np.ndarray:
     return numpy_helper.to_array(found[0]).astype(np.int64)
 
 
-def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> None:
-    """Load a prebuilt draft's exported weights (its draft.onnx, same layers) into `model`, whose head is over
-    `vocab` (a superset of the draft's id_map): the draft's head rows go to their tokens, other rows keep
-    their initial values. Continuing from the shipped draft keeps what it learnt from data earlier sessions
-    generated (not kept: outside git)."""
+def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> int:
+    """Load a prebuilt draft's exported weights (its draft.onnx) into `model`, whose head is over `vocab` (a
+    superset of the draft's id_map): the draft's head rows go to their tokens, other rows keep their initial
+    values. Continuing from the shipped draft keeps what it learnt from data earlier sessions generated (not
+    kept: outside git). A model with more layers than the draft grows it: the draft's layers come first and
+    each further block starts as the identity (its attention output and down projections zero, so the grown
+    model computes what the draft did and training uses the new depth). Returns the draft's layer count."""
     import onnx
     import torch
     from onnx import numpy_helper
@@ -136,6 +138,9 @@ def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> None:
     graph = onnx.load(str(draft_onnx)).graph
     weights = {i.name.rsplit("_", 1)[0]: np.array(numpy_helper.to_array(i)) for i in graph.initializer}
     norms = [np.array(numpy_helper.to_array(i)) for i in graph.initializer if i.name.startswith("norm_")]  # in order
+    layers = (len(norms) - 1) // 2  # attention and FFN norm per layer, then the output norm
+    if layers > len(model.blocks):
+        raise ValueError(f"the warm-start draft has {layers} layers, more than the {len(model.blocks)} to train")
 
     def table(prefix: str) -> torch.Tensor:
         return torch.from_numpy(q8_codes_to_float(weights[prefix + "_q"], weights[prefix + "_s"]))
@@ -145,13 +150,17 @@ def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> None:
         raise ValueError("the output vocabulary does not contain the warm-start draft's")
     with torch.no_grad():
         model.embed.weight.copy_(table("embd"))
-        for i, block in enumerate(model.blocks):
+        for i, block in enumerate(model.blocks[:layers]):
             for part in ("q", "k", "v", "o", "gate", "up", "down"):
                 getattr(block, part).weight.copy_(table(f"l{i}_{part}"))
             block.attn_norm.weight.copy_(torch.from_numpy(norms[2 * i]))
             block.ffn_norm.weight.copy_(torch.from_numpy(norms[2 * i + 1]))
+        for block in model.blocks[layers:]:  # grown: identity residual blocks
+            block.o.weight.zero_()
+            block.down.weight.zero_()
         model.norm.weight.copy_(torch.from_numpy(norms[-1]))
         model.head.weight[torch.from_numpy(rows)] = table("head")
+    return layers
 
 
 # -- training -------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ Graph (opset 17, IR 10: what onnxruntime-web 1.30 loads), batch 1:
   outputs  logits float32 [1, V'] (raw, last position); probs float32 [1, V'] (processed:
            softmax(logits / T), or one-hot argmax when T = 0, quantised to multiples of 2^-24 summing to
            exactly 1: see add_sampler); token int64 [1] (vocabulary id: the inverse CDF of probs at
-           `uniform`, exactly); present_key_i / present_value_i
-           [1, kv_heads, P + T, head_dim]
+           `uniform`, exactly); entropy_bits float32 [1] (entropy of softmax(logits / T) in bits, T = 1
+           when the call is greedy: how sure the row is, for the neural proposer's stop);
+           present_key_i / present_value_i [1, kv_heads, P + T, head_dim]
 V' is the output vocabulary: the whole vocabulary, or a reduced one whose ids are in
 `id_map` (then probs[j] is the mass of token id_map[j] and every other token has q = 0).
 
@@ -340,6 +341,7 @@ class LlamaExporter:
         outputs = (
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, "V"]) for n in ("logits", "probs")]
             + [helper.make_tensor_value_info("token", TensorProto.INT64, [1])]
+            + [helper.make_tensor_value_info("entropy_bits", TensorProto.FLOAT, [1])]
             + outputs
         )
         graph = helper.make_graph(g.nodes, "draft", inputs, outputs, g.initializers)
@@ -397,7 +399,8 @@ GRID = 1 << 24
 
 
 def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
-    """logits [1, V'], temperature [1], uniform [1] -> probs [1, V'] (the quantised q), token [1] (vocabulary id).
+    """logits [1, V'], temperature [1], uniform [1] -> probs [1, V'] (the quantised q), token [1] (vocabulary id),
+    entropy_bits [1] (of softmax(logits / T) before quantising; T = 1 at temperature 0).
 
     Counts: n_i = floor(p_i * 2^24) with p = softmax(logits / T) (T = 0: one-hot argmax, lowest index wins);
     rescaled in integers by 2^24 / sum(n) when float rounding pushed the sum over 2^24; the shortfall
@@ -406,7 +409,11 @@ def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
     i64 = TensorProto.INT64
     sampling = g.op("Greater", ["temperature", g.const(np.float32(0))])
     safe_t = g.op("Where", [sampling, "temperature", g.const(np.float32(1))])
-    soft = g.op("Softmax", [g.op("Div", ["logits", safe_t])], axis=-1)
+    scaled = g.op("Div", ["logits", safe_t])
+    soft = g.op("Softmax", [scaled], axis=-1)
+    last_axis = g.const(np.array([-1], np.int64))
+    plogp = g.op("ReduceSum", [g.op("Mul", [soft, g.op("LogSoftmax", [scaled], axis=-1)]), last_axis], keepdims=0)
+    g.op("Mul", [plogp, g.const(np.float32(-1 / np.log(2)))], outputs=["entropy_bits"])  # nats -> bits, [1]
     best = g.op("ArgMax", ["logits"], axis=-1, keepdims=0, select_last_index=0)  # lowest index wins ties
     out_vocab = g.op(
         "Slice", [g.op("Shape", ["logits"]), g.const(np.array([1], np.int64)), g.const(np.array([2], np.int64))]
@@ -434,13 +441,20 @@ def add_sampler(g: Graph, id_map: np.ndarray | None) -> None:
         g.op("Gather", [g.const(id_map.astype(np.int64), "id_map"), index], outputs=["token"], axis=0)
 
 
-SAMPLER_OUTPUTS = ("probs", "token")
+SAMPLER_OUTPUTS = ("probs", "token", "entropy_bits")
+# What every graph of a package returns (manifest entry "outputs"; champions add all_logits).
+GRAPH_OUTPUTS = ["logits", "probs", "token", "entropy_bits", "present_key_<i>", "present_value_<i>"]
 
 
 def replace_sampler(model: onnx.ModelProto, id_map: np.ndarray | None) -> onnx.ModelProto:
-    """The same graph with its sampler (everything that only feeds probs/token) rebuilt by add_sampler:
-    weights, logits and KV outputs untouched. Upgrades drafts exported before the sampler changed."""
+    """The same graph with its sampler (everything that only feeds probs/token/entropy_bits) rebuilt by
+    add_sampler: weights, logits and KV outputs untouched. Upgrades drafts exported before the sampler
+    changed (and adds the entropy_bits output to graphs made before it existed)."""
     graph = model.graph
+    names = [o.name for o in graph.output]
+    if "entropy_bits" not in names:
+        entropy = helper.make_tensor_value_info("entropy_bits", TensorProto.FLOAT, [1])
+        graph.output.insert(names.index("token") + 1, entropy)
     needed = {o.name for o in graph.output if o.name not in SAMPLER_OUTPUTS}
     kept = []
     for node in reversed(graph.node):  # nodes are in topological order: walk back from the kept outputs
@@ -551,8 +565,7 @@ def export_llama(
         "output_vocab": int(source.config.vocab_size if id_map is None else len(id_map)),
         "id_map": None if id_map is None else [int(i) for i in id_map],
         "inputs": ["input_ids", "past_key_<i>", "past_value_<i>", "temperature", "uniform"],
-        "outputs": ["logits", "probs", "token", "present_key_<i>", "present_value_<i>"]
-        + (["all_logits"] if all_rows else []),
+        "outputs": GRAPH_OUTPUTS + (["all_logits"] if all_rows else []),
         **({"attention": exporter.attention} if exporter.invariant else {}),
         **({"external_weights": dict(sorted(exporter.dense_weights.items()))} if weightless else {}),
     }

@@ -70,29 +70,34 @@ def copy_prebuilt(draft: PrebuiltDraft, path: Path) -> dict:
 
 def upgrade_graph(folder: Path) -> dict:
     """Rewrite a prebuilt draft.onnx in place with today's exporter graph rewrites, weights unchanged:
-    its sampler rebuilt (export_onnx.replace_sampler: the exact 2^-24-grid sampler) and its Q8_0 projections
-    unpacked (export_onnx.unpack_q8_matmuls: the fast kernel). A second upgrade changes nothing.
-    Records the rewrite in provenance.json's graph_history; returns the new provenance."""
+    its sampler rebuilt (export_onnx.replace_sampler: the exact 2^-24-grid sampler and the row's entropy)
+    and its Q8_0 projections unpacked (export_onnx.unpack_q8_matmuls: the fast kernel); draft.json lists
+    today's outputs. A second upgrade changes nothing. Records the rewrite in provenance.json's
+    graph_history; returns the new provenance."""
     import time
 
     import numpy as np
     import onnx
 
-    from .export_onnx import replace_sampler, unpack_q8_matmuls
+    from .export_onnx import GRAPH_OUTPUTS, replace_sampler, unpack_q8_matmuls
 
     draft = read_prebuilt(folder)
     id_map = draft.entry.get("id_map")
     model = onnx.load(str(draft.folder / "draft.onnx"))
     model = replace_sampler(unpack_q8_matmuls(model), None if id_map is None else np.asarray(id_map, np.int64))
     onnx.save(model, str(draft.folder / "draft.onnx"))
+    if draft.entry.get("outputs") != GRAPH_OUTPUTS:
+        entry = {**draft.entry, "outputs": GRAPH_OUTPUTS}
+        (draft.folder / "draft.json").write_text(json.dumps(entry))  # as distill writes it
     provenance = dict(draft.provenance)
     digest = hashlib.sha256((draft.folder / "draft.onnx").read_bytes()).hexdigest()
     if digest != provenance["draft_onnx_sha256"]:
         history = list(provenance.get("graph_history", []))
         history.append(
             {
-                "rewrite": "export_onnx.replace_sampler (q on a 2^-24 grid, integer inverse CDF: exact) and "
-                "unpack_q8_matmuls (Q8_0 projections as MatMul over float32 weights folded at load)",
+                "rewrite": "export_onnx.replace_sampler (q on a 2^-24 grid, integer inverse CDF: exact; the row's "
+                "entropy_bits output) and unpack_q8_matmuls (Q8_0 projections as MatMul over float32 weights "
+                "folded at load)",
                 "previous_draft_onnx_sha256": provenance["draft_onnx_sha256"],
                 "rewritten": time.strftime("%Y-%m-%d %H:%M:%S"),
             }

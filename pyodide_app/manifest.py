@@ -85,6 +85,10 @@ def tokenizer_identity(tokenizer: dict) -> dict:
     }
 
 
+# The draft graph's outputs the neural proposer reads (proposers/neural.py DraftStep).
+DRAFT_OUTPUTS = ("probs", "token", "entropy_bits")
+
+
 def check_manifest(manifest: dict) -> None:
     """Schema checks that need no file access. Raises ManifestError naming the field."""
     if manifest.get("schema") != SCHEMA:
@@ -105,6 +109,13 @@ def check_manifest(manifest: dict) -> None:
     identity = manifest["identity"]
     draft = manifest.get("draft")
     if draft is not None:
+        missing = [name for name in DRAFT_OUTPUTS if name not in draft.get("outputs", ())]
+        if missing:
+            raise ManifestError(
+                draft.get("onnx", "draft"),
+                f"the draft graph has no {', '.join(missing)} output (made by an older exporter: rebuild the "
+                "package; a prebuilt draft folder first with `build_tools draft-upgrade`)",
+            )
         if draft.get("id_map") is not None:
             check_id_map(
                 draft["id_map"],

@@ -45,14 +45,15 @@ def answer_rows(engine, ids: list[int], answer: list[int]) -> list:
 
 
 def draft_rows(draft, vocab: int, prompt_ids: list[int], answer: list[int], temperature: float) -> list:
-    """(the draft's token, its q dense over the vocabulary) before each answer token, teacher-forced."""
+    """(the draft's token, its q dense over the vocabulary, the entropy its graph reports) before each answer
+    token, teacher-forced."""
     draft.reset()
     rows = []
-    token, row = draft.step(prompt_ids, temperature, 0.5)
+    step = draft.step(prompt_ids, temperature, 0.5)
     for t in range(len(answer)):
-        rows.append((token, np.asarray(row.dense(vocab), np.float64)))
+        rows.append((step.token, np.asarray(step.row.dense(vocab), np.float64), step.entropy_bits))
         if t + 1 < len(answer):
-            token, row = draft.step([answer[t]], temperature, 0.5)
+            step = draft.step([answer[t]], temperature, 0.5)
     return rows
 
 
@@ -66,16 +67,14 @@ def positions(engine, prompt: str, tokens: int) -> list[dict]:
     vocab = engine.champion.vocab_size
     greedy = draft_rows(engine.draft_runtime, vocab, ids, answer, 0.0)
     sampled = draft_rows(engine.draft_runtime, vocab, ids, answer, SAMPLED.temperature)
-    plain = draft_rows(engine.draft_runtime, vocab, ids, answer, 1.0)
     out = []
     for t, token in enumerate(answer):
         history = ids + answer[:t]
         p = np.asarray(process_row(logits[t], SAMPLED, history), np.float64)
         q = sampled[t][1]
-        q1 = plain[t][1][plain[t][1] > 0]
         out.append(
             {
-                "entropy_bits": float(-(q1 * np.log2(q1)).sum()),
+                "entropy_bits": greedy[t][2],  # what the neural proposer's stop reads (T = 1)
                 "greedy_accept": int(greedy[t][0] == token),
                 "sampled_accept": float(np.minimum(p, q).sum()),
             }

@@ -83,12 +83,15 @@ def test_the_self_instruct_stream_answers_every_written_prompt_then_the_mixed_st
     assert modes == {"greedy", "sampled"}
 
 
-def test_warm_start_loads_the_shipped_drafts_weights():
+@pytest.mark.parametrize("layers", [2, 4])
+def test_warm_start_loads_the_shipped_drafts_weights(layers):
     """The shipped draft.onnx's weights, read back into the PyTorch model, compute its recorded logits: what
     `distill --warm-start` continues from is that draft — also when the head grows by 512 more output ids
-    (its rows land on their tokens among the new ones). Fails if a norm or projection lands in the wrong
-    place (checked: swapping the two norms of a block gives 8.7), or head rows keep the draft's order."""
-    shape, entry = DraftShape(), read_prebuilt(DEFAULT_DRAFT).entry
+    (its rows land on their tokens among the new ones), and when the model grows two more layers (identity
+    blocks at first). Fails if a norm or projection lands in the wrong place (checked: swapping the two norms
+    of a block gives 8.7), head rows keep the draft's order, or a grown block is not the identity (checked:
+    leaving its down projection random)."""
+    shape, entry = replace(DraftShape(), n_layers=layers), read_prebuilt(DEFAULT_DRAFT).entry
     c = entry["config"]
     base = draft_vocabulary(DEFAULT_DRAFT / "draft.onnx")
     assert base.tolist() == entry["id_map"]
@@ -98,7 +101,7 @@ def test_warm_start_loads_the_shipped_drafts_weights():
     model = build_model(
         replace(shape, output_vocab=len(vocab)), embedding, embedding[vocab], c["rope_theta"], c["rms_eps"]
     )
-    warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab)
+    assert warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab) == 2
     with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
         sequences, lengths, expected = data["sequences"], data["lengths"], data["logits"]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -111,6 +114,9 @@ def test_warm_start_loads_the_shipped_drafts_weights():
     assert choose_vocabulary([], 9000, base.tolist())[0].tolist() == base.tolist()  # nothing to grow from
     with pytest.raises(ValueError, match="does not contain"):
         warm_start(model, DEFAULT_DRAFT / "draft.onnx", np.setdiff1d(vocab, base[:1]))
+    shallow = build_model(replace(shape, n_layers=1), embedding, embedding[base], c["rope_theta"], c["rms_eps"])
+    with pytest.raises(ValueError, match="has 2 layers, more than the 1"):
+        warm_start(shallow, DEFAULT_DRAFT / "draft.onnx", base)
 
 
 def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):

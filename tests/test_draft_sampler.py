@@ -3,7 +3,8 @@
 Speculative decoding is exact only if the draft's token is distributed as the q row the verifier
 divides by. The graph draws its token itself (inverse CDF at a Philox uniform u = j / 2^24), so for
 every legal u its token must equal `categorical_from_uniform(q, u)` — the Python inverse CDF of the
-reported q — on native onnxruntime and on onnxruntime-web (the browser's runtime).
+reported q — on native onnxruntime and on onnxruntime-web (the browser's runtime). Its entropy_bits
+output is H(softmax(logits / T)) (T = 1 at temperature 0) on both.
 
 Checked for the shipped distilled draft (reduced vocabulary, 8,192 ids) and the synthetic package's
 draft (full vocabulary): the whole graph at the extreme uniforms, and the graph's own sampler nodes
@@ -48,6 +49,14 @@ def draft_files(which: str, synth_package: Path) -> tuple[Path, np.ndarray | Non
 def expected_token(q: np.ndarray, u: float, id_map) -> int:
     index = categorical_from_uniform(list(q.astype(np.float64)), float(np.float32(u)))
     return int(index if id_map is None else id_map[index])
+
+
+def entropy_of(logits: np.ndarray, temperature: float) -> float:
+    """H(softmax(logits / T)) in bits, in float64."""
+    scaled = logits.astype(np.float64) / temperature
+    p = np.exp(scaled - scaled.max())
+    p = p[p > 0] / p.sum()
+    return float(-(p * np.log2(p)).sum())
 
 
 def check_q(q: np.ndarray) -> None:
@@ -114,7 +123,7 @@ def test_the_whole_graph_samples_its_reported_q_at_extreme_uniforms(samplers, wh
     names = [o.name for o in session.get_outputs()]
     runs = [{"temperature": t, "uniform": u} for t in TEMPERATURES for u in EXTREME]
     feeds = {"input_ids": np.array([prompt], np.int64), **empty_past(config)}
-    web = run_in_onnxruntime_web(path, feeds, runs, ["probs", "token"])
+    web = run_in_onnxruntime_web(path, feeds, runs, ["probs", "token", "entropy_bits"])
     for run, web_out in zip(runs, web):
         native = dict(
             zip(
@@ -135,6 +144,10 @@ def test_the_whole_graph_samples_its_reported_q_at_extreme_uniforms(samplers, wh
         web_q = np.asarray(web_out["probs"], np.float32)  # its own q: wasm logits differ in the last bits
         check_q(web_q)
         assert web_out["token"] == [expected_token(web_q, run["uniform"], id_map)], f"web {run}"
+        # The row's entropy the neural proposer's stop reads: of softmax(logits / T), T = 1 when greedy.
+        bits = entropy_of(native["logits"][0], run["temperature"] or 1.0)
+        assert native["entropy_bits"][0] == pytest.approx(bits, rel=1e-4, abs=1e-4), f"native {run}"
+        assert web_out["entropy_bits"][0] == pytest.approx(bits, rel=1e-3, abs=1e-3), f"web {run}"
 
 
 @pytest.mark.parametrize("which", ["shipped", "synthetic"])

@@ -27,7 +27,7 @@ from pyodide_app.orchestrator import GenerationConfig, Orchestrator
 from pyodide_app.processors import EXACT, SamplingSettings, process_row
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.proposers.auto import AutoProposer
-from pyodide_app.proposers.neural import entropy_bits
+from pyodide_app.proposers.model_draft import entropy_bits
 from pyodide_app.table_model import TableModel
 
 from .enumeration import chain_rule_joint, output_distribution

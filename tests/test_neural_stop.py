@@ -4,13 +4,11 @@ runtime's KV cache then holds the context and the drafts kept. (Exactness of the
 
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 import pytest
 
 from pyodide_app.acceptance import FullRow, PointMass
-from pyodide_app.proposers.neural import NeuralProposer, entropy_bits
+from pyodide_app.proposers.neural import DraftStep, NeuralProposer
 from pyodide_app.sampling import SeededDraws
 from pyodide_app.waits import finish
 
@@ -18,8 +16,8 @@ VOCAB = 64
 
 
 class ScriptedRuntime:
-    """A draft runtime whose i-th step returns token 10 + i with a q row of entropy `bits[i]` (uniform over
-    2^bits tokens), recording what it was fed."""
+    """A draft runtime whose i-th step reports entropy `bits[i]` and returns token 10 + i when greedy (else
+    60, a sampled token) with a q row uniform over 2^bits tokens, recording what it was fed."""
 
     def __init__(self, bits):
         self.bits = list(bits)
@@ -40,23 +38,22 @@ class ScriptedRuntime:
         width = 2 ** self.bits[self.steps]
         probs = np.zeros(VOCAB, np.float32)
         probs[10 + self.steps : 10 + self.steps + width] = 1 / width
-        probs[10 + self.steps] += 1e-3  # the row's own argmax; the graph's sampled token is another one
         token = 10 + self.steps if temperature == 0 else 60
+        entropy = float(self.bits[self.steps])
         self.steps += 1
-        return token, FullRow(probs)
+        return DraftStep(token, FullRow(probs), entropy)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.7])
 def test_the_proposal_ends_before_the_first_unsure_row(temperature):
     runtime = ScriptedRuntime([0, 1, 4, 0])  # 4 bits > 3: the third draft is dropped, and the proposal ends
     proposal = finish(NeuralProposer(runtime, temperature, 3.0).propose([1, 2, 3], 4, 0, SeededDraws(1)))
-    expected = (10, 11) if temperature == 0 else (60, 60)  # greedy: the rows' argmax; sampled: the graph's draws
+    expected = (10, 11) if temperature == 0 else (60, 60)  # the graph's tokens
     assert proposal.tokens == expected
     assert runtime.steps == 3 and runtime.cached == [1, 2, 3, *expected]  # the dropped draft was never fed
     kinds = {type(row) for row in proposal.rows}
     assert kinds == ({PointMass} if temperature == 0 else {FullRow})
-    # A greedy draft with a stop reads the graph's temperature-1 row and takes its argmax itself.
-    assert runtime.temperatures == [1.0 if temperature == 0 else temperature] * 3
+    assert runtime.temperatures == [temperature] * 3  # the graph runs at the draft's own temperature
 
 
 def test_a_first_row_too_unsure_gives_an_empty_proposal_and_no_threshold_never_cuts():
@@ -79,10 +76,3 @@ def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth
     assert real["stop_entropy_bits"] == calibrated == 4.0  # the shipped draft's measured stop
     assert "stop_entropy_bits" not in json.loads((synth_package / "manifest.json").read_text())["draft"]
     assert load_engine(synth_package, backend="cpu").stop_bits is None
-
-
-def test_entropy_of_every_row_type_the_runtimes_return():
-    quarter = [0.25, 0.25, 0.25, 0.25, 0.0]
-    for row in (quarter, array("f", quarter), np.asarray(quarter, np.float32), tuple(quarter)):
-        assert entropy_bits(row) == pytest.approx(2.0)
-    assert entropy_bits([1.0, 0.0]) == 0

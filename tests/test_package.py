@@ -85,6 +85,7 @@ def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package,
         ("wrong_schema", "manifest.json"),
         ("edit_id_map_duplicate", "draft.id_map (draft.onnx): id 4 appears more than once"),
         ("edit_id_map_range", "draft.id_map (draft.onnx): id 99999 is outside the vocabulary"),
+        ("edit_draft_outputs", "draft graph has no entropy_bits output"),
     ],
 )
 def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, damage, named):
@@ -118,6 +119,8 @@ def test_damaged_packages_fail_verify_with_one_line(synth_package, tmp_path, dam
         manifest_path.write_text("{not json")
     elif damage == "wrong_schema":
         manifest["schema_version"] = 99
+    elif damage == "edit_draft_outputs":  # a draft exported before the graph reported its row's entropy
+        manifest["draft"]["outputs"].remove("entropy_bits")
     elif damage.startswith("edit_id_map"):  # a reduced vocabulary whose ids are not distinct vocabulary ids
         id_map = list(range(manifest["draft"]["output_vocab"]))
         id_map[5 if damage.endswith("duplicate") else 0] = 4 if damage.endswith("duplicate") else 99999

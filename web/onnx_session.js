@@ -2,8 +2,8 @@
 // without WebGPU the CPU champion (champion_cpu.onnx or champion.onnx); the bench's onnxruntime-web peers too.
 // The browser twin of pyodide_app/native/onnx_session.py; pyodide_app/browser/onnx_session.py drives it.
 // step() feeds tokens after the cached ones and returns the graph's sampled token, its q row (a
-// Float32Array that goes to the GPU without passing through Python lists) and, for champions, the logits
-// of every fed row.
+// Float32Array that goes to the GPU without passing through Python lists), the row's entropy and, for
+// champions, the logits of every fed row.
 
 export class OnnxKVSession {
   // externalData: [{path, data}] for a graph whose weights are not in its file (the float32 CPU champion).
@@ -77,7 +77,12 @@ export class OnnxKVSession {
       this.past[name] = this.kvOnDevice ? { device: present } : { data: present.data };
     }
     this.length += tokens.length;
-    return { token: Number(out.token.data[0]), probs: out.probs.data, rows: out.all_logits?.data ?? null };
+    return {
+      token: Number(out.token.data[0]),
+      probs: out.probs.data,
+      entropyBits: out.entropy_bits?.data[0] ?? null,  // bits, of softmax(logits / T) (T = 1 when greedy)
+      rows: out.all_logits?.data ?? null,
+    };
   }
 
   // Frees the session's memory now (a CPU champion timed and not chosen).

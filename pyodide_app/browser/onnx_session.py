@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from ..acceptance import FullRow, ReducedRow
 from ..champion import CachedPrefix, SessionAdapter
 from ..cpu_champion import attention_bytes_per_row_key
+from ..proposers.neural import DraftStep
 from ..waits import wait_for
 from .js import ffi
 
@@ -51,11 +52,11 @@ class BrowserDraftRuntime(SessionAdapter):
         self.id_map = None if entry.get("id_map") is None else tuple(entry["id_map"])
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
-        """Steps -> (token, q row)."""
+        """Steps -> DraftStep (the graph's token, its q row, the row's entropy)."""
         result = yield from self.session.feed(tokens, temperature, uniform)
         probs = result.probs  # a JS Float32Array: it reaches the GPU without a Python copy
         row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
-        return int(result.token), row
+        return DraftStep(int(result.token), row, float(result.entropyBits))
 
 
 class BrowserChampionRuntime(SessionAdapter):

@@ -10,6 +10,7 @@ import onnxruntime as ort
 
 from ..acceptance import FullRow, ReducedRow
 from ..champion import SessionAdapter
+from ..proposers.neural import DraftStep
 from .onnx_session import OnnxKVSession
 
 
@@ -20,8 +21,8 @@ class OnnxDraftRuntime(SessionAdapter):
         self.id_map = None if entry.get("id_map") is None else np.asarray(entry["id_map"], np.uint32)
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
-        """Feed tokens after the cached ones -> (the graph's sampled token, its q row)."""
+        """Feed tokens after the cached ones -> DraftStep (the graph's token, its q row, the row's entropy)."""
         out = self.session.feed(tokens, temperature, uniform)
         probs = out["probs"][0]
         row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
-        return int(out["token"][0]), row
+        return DraftStep(int(out["token"][0]), row, float(out["entropy_bits"][0]))

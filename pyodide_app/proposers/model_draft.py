@@ -11,6 +11,7 @@ whose entropy exceeds it (neural.py; a function of the prefix only).
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 from ..acceptance import FullRow, PointMass
@@ -20,7 +21,11 @@ from ..processors import FLOAT, SamplingSettings, argmax, process_row
 from ..rng import Domain
 from ..sampling import Draws
 from .base import EMPTY_PROPOSAL, Proposal
-from .neural import entropy_bits
+
+
+def entropy_bits(q: Sequence[float]) -> float:
+    """-sum q log2 q of a processed row (the ONNX draft graph reports the same as its entropy_bits)."""
+    return -math.fsum(p * math.log2(p) for p in q if p > 0)
 
 
 class ModelDraft:

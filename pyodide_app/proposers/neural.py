@@ -9,27 +9,33 @@ the published context before each proposal: rejected drafts leave no trace,
 and the pending correction/bonus token is fed as part of the new context.
 
 The proposal stops where the draft is unsure: draft i is dropped, and the proposal ends, when the entropy
-of its row q_i exceeds `max_entropy_bits` (the package's `draft.stop_entropy_bits`, from the draft's
-measured calibration: for the shipped SmolLM2 draft acceptance falls from 1.0 below 0.25 bits to 0.05
-above 6 bits, and the threshold is 3 bits; docs/BENCHMARKS.md "Draft calibration"). The stop depends on
-q_i, a function of the context and the earlier drafts, never on the token drawn from it, so the proposal
-length is a stopping time of the draft prefix and the accept/reject rule stays exact.
+of its row exceeds `max_entropy_bits` (the package's `draft.stop_entropy_bits`, from the draft's measured
+calibration: for the shipped SmolLM2 draft acceptance falls from 1.0 below 0.25 bits to 0.1 above 6 bits,
+and the threshold is 4 bits; docs/BENCHMARKS.md "Draft calibration"). The graph reports that entropy
+(of softmax(logits / T), T = 1 for a greedy draft), so Python never reads the vocabulary row. The stop
+depends on the row, a function of the context and the earlier drafts, never on the token drawn from it,
+so the proposal length is a stopping time of the draft prefix and the accept/reject rule stays exact.
 """
 
 from __future__ import annotations
 
-import math
-from operator import mul
-from typing import Any, Generator, Protocol, Sequence
+from typing import Any, Generator, NamedTuple, Protocol, Sequence
 
-from ..acceptance import PointMass, ReducedRow
+from ..acceptance import PointMass
 from ..champion import common_prefix
 from ..errors import DraftRuntimeError
-from ..processors import argmax
 from ..rng import Domain
 from ..sampling import Draws
 from ..waits import Steps, Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal
+
+
+class DraftStep(NamedTuple):
+    """One run of the draft graph (export_onnx add_sampler)."""
+
+    token: int  # vocabulary id: the argmax at temperature 0, else the draw at `uniform` from row
+    row: Any  # its q row (FullRow or ReducedRow; a point mass at temperature 0)
+    entropy_bits: float  # of softmax(logits / T) before quantising, T = 1 at temperature 0
 
 
 class DraftRuntime(Protocol):
@@ -39,31 +45,11 @@ class DraftRuntime(Protocol):
     def truncate(self, length: int) -> None:
         """Forget KV rows from `length` on."""
 
-    def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> Steps[tuple[int, Any]]:
-        """Feed tokens after the cached ones; return (sampled token, its q row: FullRow or ReducedRow).
-        temperature 0 means greedy (the graph returns the argmax and a point-mass row). The browser's
+    def step(self, tokens: Sequence[int], temperature: float, uniform: float) -> Steps[DraftStep]:
+        """Feed tokens after the cached ones; run the graph at (temperature, uniform). The browser's
         runtime returns Steps."""
 
     def reset(self) -> None: ...
-
-
-def as_floats(probs: Any) -> list[float]:
-    """A q row's values (a list, array('f'), numpy array or, in the browser, a JS Float32Array: one copy)."""
-    if hasattr(probs, "to_py"):
-        probs = probs.to_py().cast("B").cast("f")
-    return list(map(float, probs.tolist() if hasattr(probs, "tolist") else probs))
-
-
-def entropy_bits(probs: Any) -> float:
-    """-sum p log2 p of a q row."""
-    positive = list(filter((0.0).__lt__, as_floats(probs)))
-    return -math.fsum(map(mul, positive, map(math.log2, positive)))
-
-
-def greedy_token(row: Any, values: list[float]) -> int:
-    """The vocabulary id of the row's most probable entry (lowest index on ties)."""
-    best = argmax(values)
-    return int(row.ids[best]) if isinstance(row, ReducedRow) else best
 
 
 class NeuralProposer:
@@ -89,26 +75,18 @@ class NeuralProposer:
         pending = context[keep:]
         tokens, rows = [], []
         greedy = self.temperature == 0
-        # A greedy draft with a stop asks the graph for its temperature-1 row (at temperature 0 the graph
-        # reports a point mass, which says nothing about its certainty) and takes that row's argmax itself.
-        measured = greedy and self.max_entropy_bits is not None
-        graph_temperature = 1.0 if measured else self.temperature
         for i in range(k):
             uniform = 1.0 if greedy else draws.uniform(Domain.DRAFT_SAMPLE, round_index, i)
             try:
-                token, row = yield from settle(self.runtime.step(pending, graph_temperature, uniform))
+                step = yield from settle(self.runtime.step(pending, self.temperature, uniform))
             except Exception as error:
                 self.runtime.reset()  # its cache state is unknown now
                 raise DraftRuntimeError(f"draft runtime failed: {type(error).__name__}: {error}") from error
-            if self.max_entropy_bits is not None:
-                values = as_floats(row.probs)
-                if entropy_bits(values) > self.max_entropy_bits:
-                    break  # q_i is too flat to pay: d_i is dropped (a function of the prefix, not of d_i)
-                if measured:
-                    token = greedy_token(row, values)
-            tokens.append(token)
-            rows.append(PointMass(token) if self.temperature == 0 else row)
-            pending = [token]
+            if self.max_entropy_bits is not None and step.entropy_bits > self.max_entropy_bits:
+                break  # the row is too flat to pay: d_i is dropped (a function of the prefix, not of d_i)
+            tokens.append(step.token)
+            rows.append(PointMass(step.token) if greedy else step.row)
+            pending = [step.token]
         return Proposal(tuple(tokens), tuple(rows))
 
     def reset(self) -> None:
