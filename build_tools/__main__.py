@@ -100,6 +100,7 @@ def command_bench(args) -> None:
         peer_gguf_path=args.peer_gguf,
         call_timeout_s=args.call_timeout,
         repeats=args.repeats,
+        workload_name=args.workload,
     )
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
@@ -209,6 +210,13 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument(
         "--repeats", type=int, default=1, help="rounds of every arm per prompt, interleaved; the table takes medians"
+    )
+    bench.add_argument(
+        "--workload",
+        choices=("bench", "independent"),
+        default="bench",
+        help="bench: build_tools/bench_prompts.json; independent: the drafts' independent evaluation set "
+        "(build_tools/draft_eval_independent.json, whole chats; --strata picks its kinds)",
     )
     bench.add_argument("--kernel-repeats", type=int, default=3)
     bench.add_argument(

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .bench_stats import SLOW_PEER, summarize, table
+from .eval_set import independent_items, independent_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPTS = Path(__file__).resolve().parent / "bench_prompts.json"
@@ -62,14 +63,29 @@ ARMS = (
 QUICK_STRATA = ("rewrite", "extraction", "code", "chat", "json", "adversarial")  # --quick: no long prompts
 
 
-def workload_sha256() -> str:
+WORKLOADS = ("bench", "independent")  # --workload: bench_prompts.json, or the drafts' independent set (eval_set)
+
+
+def workload_sha256(name: str = "bench") -> str:
     """The frozen workload's identity, recorded in every bench output."""
-    return hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
+    return independent_sha256() if name == "independent" else hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
 
 
-def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: int) -> list[dict]:
-    """[{setting, stratum, prompt}] in run order."""
-    data = json.loads(PROMPTS.read_text())["strata"]
+def workload_chats(name: str = "bench") -> dict[str, list[tuple[str, list[dict]]]]:
+    """stratum -> [(the prompt's name in records, its chat messages)]: the bench's strata (name: the prompt's
+    text, one user turn) or the independent set's kinds (name: the chat's id, whole multi-turn chats)."""
+    if name == "independent":
+        chats: dict[str, list[tuple[str, list[dict]]]] = {}
+        for item in independent_items():
+            chats.setdefault(item["kind"], []).append((item["id"], item["messages"]))
+        return chats
+    strata = json.loads(PROMPTS.read_text())["strata"]
+    return {stratum: [(p, [{"role": "user", "content": p}]) for p in prompts] for stratum, prompts in strata.items()}
+
+
+def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: int, name: str = "bench") -> list[dict]:
+    """[{setting, stratum, prompt, messages}] in run order."""
+    data = workload_chats(name)
     chosen = strata or list(data)
     unknown = [s for s in chosen if s not in data]
     if unknown:
@@ -77,13 +93,19 @@ def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: in
     items = []
     for setting, count in (("greedy", per_stratum), ("sampled", sampled_per_stratum)):
         for stratum in chosen:
-            items += [{"setting": setting, "stratum": stratum, "prompt": p} for p in data[stratum][:count]]
+            items += [
+                {"setting": setting, "stratum": stratum, "prompt": p, "messages": m} for p, m in data[stratum][:count]
+            ]
     return items
 
 
-def page_request(arm: Arm, prompt: str, setting: str, max_tokens: int) -> dict:
+def chat_chars(messages: list[dict]) -> int:
+    return sum(len(m["content"]) for m in messages)
+
+
+def page_request(arm: Arm, messages: list[dict], setting: str, max_tokens: int) -> dict:
     return {
-        "messages": [{"role": "user", "content": prompt}],
+        "messages": messages,
         "max_tokens": max_tokens,
         **SETTINGS[setting],
         "top_k": 0,
@@ -153,7 +175,7 @@ def run_arm(
     A peer that hangs yields a record with an error (Hung for the caller to see); the app's own page raises Hung."""
     if arm.name == SLOW_PEER:
         max_tokens = min(max_tokens, SLOW_PEER_TOKENS)
-    request = page_request(arm, item["prompt"], item["setting"], max_tokens)
+    request = page_request(arm, item["messages"], item["setting"], max_tokens)
     record = {"arm": arm.name, **item}
     if arm.peer == "wllama":
         if peer_page is None:
@@ -288,8 +310,10 @@ def run_bench(
     peer_gguf_path: Path | None = None,
     call_timeout_s: float = CALL_TIMEOUT_S,
     repeats: int = 1,
+    workload_name: str = "bench",
 ) -> dict:
-    """backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
+    """workload_name: the prompts (WORKLOADS); strata are its strata (the independent set: its kinds).
+    backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
     repeats: each prompt's arms run this many rounds back to back, the arm order reversed every other round
     (drift over a round then cancels between arms); the summary takes medians over the rounds.
     peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model)).
@@ -306,7 +330,7 @@ def run_bench(
     arms = [a for a in ARMS if arm_names is None or a.name in arm_names]
     if "none" not in [a.name for a in arms]:
         raise SystemExit("bench: the `none` arm is the baseline and must run")
-    items = workload(strata, per_stratum, sampled_per_stratum)
+    items = workload(strata, per_stratum, sampled_per_stratum, workload_name)
     out.mkdir(parents=True, exist_ok=True)
     (out / "records.jsonl").unlink(missing_ok=True)
     site = Path(tempfile.mkdtemp(prefix="bench-site-"))
@@ -337,7 +361,7 @@ def run_bench(
             auto_costs = {}  # setting -> the engine's auto block (policy version, costs of that kind of sampling)
             if any(a.proposer == "auto" for a in arms):  # auto measures its costs per kind: not in a timed arm
                 # The workload's longest prompt: a long one has the long-context cost measured here too.
-                longest = max((i["prompt"] for i in items), key=len)
+                longest = max((i["messages"] for i in items), key=chat_chars)
                 for setting in sorted({i["setting"] for i in items}):
                     warm = call(
                         page,
@@ -420,7 +444,8 @@ def run_bench(
         "seed": SEED,
         "settings": SETTINGS,
         "arms": [asdict(a) for a in arms],
-        "workload_sha256": workload_sha256(),
+        "workload": workload_name,
+        "workload_sha256": workload_sha256(workload_name),
         "strata": sorted({i["stratum"] for i in items}),
         "load": {"cold": cold["load"], "warm": info["load"]},
         "memory_bytes": info["memory"],

@@ -14,7 +14,6 @@ Prints per kind and overall; --write records the result in the draft's provenanc
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -26,12 +25,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from build_tools.eval_set import INDEPENDENT, independent_items, independent_sha256  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import process_row  # noqa: E402
 from scripts.draft_calibration import SAMPLED, answer_rows, draft_rows, greedy_answer  # noqa: E402
-
-EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
 
 
 def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, float]]:
@@ -66,7 +64,7 @@ def main() -> None:
     parser.add_argument("--write", type=Path, help="a draft folder whose provenance.json gets the result")
     args = parser.parse_args()
     engine = load_engine(args.model or default_package(), backend="cpu")
-    items = json.loads(EVAL_SET.read_text())["items"]
+    items = independent_items()
     by_kind: dict[str, list] = defaultdict(list)
     started = time.perf_counter()
     for item in items:
@@ -75,8 +73,8 @@ def main() -> None:
         print(f"{item['id']}: {len(points)} tokens, greedy {np.mean([g for g, _ in points]):.2f}", flush=True)
     everything = [p for points in by_kind.values() for p in points]
     result = {
-        "file": str(EVAL_SET.relative_to(ROOT)),
-        "sha256": hashlib.sha256(EVAL_SET.read_bytes()).hexdigest(),
+        "file": str(INDEPENDENT.relative_to(ROOT)),
+        "sha256": independent_sha256(),
         "prompts": len(items),
         "tokens": len(everything),
         "greedy_agreement": float(np.mean([g for g, _ in everything])),

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from build_tools.eval_set import OPEN_CHAT, independent_items  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 
 PROMPTS = {
@@ -45,8 +46,6 @@ PROMPTS = {
 
 SAMPLED = {"temperature": 0.7, "top_p": 0.9}
 BENCH_PROMPTS = ROOT / "build_tools" / "bench_prompts.json"
-INDEPENDENT = ROOT / "build_tools" / "draft_eval_independent.json"
-OPEN_CHAT = "casual,advice,explanation,howto,creative,multi-turn"  # the independent set's open-chat kinds
 
 
 def user_turn(prompt: str) -> list[dict]:
@@ -55,8 +54,7 @@ def user_turn(prompt: str) -> list[dict]:
 
 def independent_prompts(kinds: set[str]) -> dict[str, list[dict]]:
     """{"kind: id": messages}: the independent evaluation set's chats of those kinds."""
-    items = json.loads(INDEPENDENT.read_text())["items"]
-    return {f"{item['kind']}: {item['id']}": item["messages"] for item in items if item["kind"] in kinds}
+    return {f"{item['kind']}: {item['id']}": item["messages"] for item in independent_items() if item["kind"] in kinds}
 
 
 def bench_prompts(per_stratum: int) -> dict[str, list[dict]]:
@@ -117,7 +115,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every run here")
     parser.add_argument("--prompts", choices=("two", "bench", "independent"), default="two")
     parser.add_argument("--per-stratum", type=int, default=1, help="with --prompts bench")
-    parser.add_argument("--kinds", default=OPEN_CHAT, help="with --prompts independent")
+    parser.add_argument("--kinds", default=",".join(OPEN_CHAT), help="with --prompts independent")
     parser.add_argument("--sampled", action="store_true", help="temperature 0.7, top-p 0.9 instead of greedy")
     args = parser.parse_args()
     prompts = {

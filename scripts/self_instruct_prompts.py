@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT))
 from build_tools.distill_data import generate  # noqa: E402
 from build_tools.distill_found import SELF_INSTRUCT  # noqa: E402
 from build_tools.distill_train import load_answers  # noqa: E402
+from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
 from scripts.found_prompts import EVERYDAY  # noqa: E402
 
 OUT = SELF_INSTRUCT  # what `build_tools distill --prompts selfinstruct` answers
-EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
 
 KINDS = {  # kind -> what the champion is asked to write
     "question": "a question someone might ask an AI assistant about {subject}",
@@ -134,7 +134,7 @@ def six_grams(text: str) -> set[tuple[str, ...]]:
 
 def evaluation_six_grams() -> set[tuple[str, ...]]:
     grams: set[tuple[str, ...]] = set()
-    for item in json.loads(EVAL_SET.read_text())["items"]:
+    for item in independent_items():
         for message in item["messages"]:
             grams |= six_grams(message["content"])
     return grams

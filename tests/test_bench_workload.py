@@ -7,6 +7,7 @@ import hashlib
 import json
 
 from build_tools.bench import PROMPTS, QUICK_STRATA, workload, workload_sha256
+from build_tools.eval_set import INDEPENDENT, independent_items
 from pyodide_app.chat_template import ChatTemplate
 from pyodide_app.tokenizer import Tokenizer
 
@@ -43,11 +44,25 @@ def test_long_context_prompts_are_long_and_fit_the_page(real_package):
 
 def test_the_workload_hash_is_the_files():
     assert workload_sha256() == hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
+    assert workload_sha256("independent") == hashlib.sha256(INDEPENDENT.read_bytes()).hexdigest()
     items = workload(["json", "ambiguous"], 2, 1)
     assert [(i["setting"], i["stratum"]) for i in items] == [("greedy", "json")] * 2 + [("greedy", "ambiguous")] * 2 + [
         ("sampled", "json"),
         ("sampled", "ambiguous"),
     ]
+    assert all(i["messages"] == [{"role": "user", "content": i["prompt"]}] for i in items)
+
+
+def test_the_independent_workload_runs_whole_chats_by_kind():
+    """--workload independent: the eval set's chats (multi-turn ones whole), its kinds as strata, named by id."""
+    items = workload(["multi-turn", "code"], 2, 0, "independent")
+    chats = {i["id"]: i for i in independent_items()}
+    assert [i["stratum"] for i in items] == ["multi-turn"] * 2 + ["code"] * 2
+    for item in items:
+        assert (
+            item["messages"] == chats[item["prompt"]]["messages"] and chats[item["prompt"]]["kind"] == item["stratum"]
+        )
+    assert any(len(i["messages"]) > 2 for i in items)  # a multi-turn chat keeps its earlier turns
 
 
 def test_the_bench_and_the_page_use_the_engines_proposers():

@@ -11,16 +11,17 @@ import re
 from build_tools.distill_data import messages_of
 from build_tools.distill_found import SELF_INSTRUCT, found_prompts, frozen_prompts
 from build_tools.distill_prompts import training_prompts
+from build_tools.eval_set import INDEPENDENT as EVAL_SET
+from build_tools.eval_set import independent_items
 
 from .conftest import ROOT
 
-EVAL_SET = ROOT / "build_tools" / "draft_eval_independent.json"
 SHIPPED = ROOT / "build_tools" / "drafts" / "smollm2-135m-distilled" / "provenance.json"
 TRAINING_PROMPTS_CHECKED = 20_000  # the shipped draft trained on 6,132 answers of seed 0's stream
 
 
 def items() -> list[dict]:
-    return json.loads(EVAL_SET.read_text())["items"]
+    return independent_items()
 
 
 def texts() -> list[str]:
