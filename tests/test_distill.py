@@ -83,16 +83,18 @@ def test_the_self_instruct_stream_answers_every_written_prompt_then_the_mixed_st
     assert modes == {"greedy", "sampled"}
 
 
-@pytest.mark.parametrize("layers", [2, 4])
-def test_warm_start_loads_the_shipped_drafts_weights(layers):
+@pytest.mark.parametrize("grow", [0, 2])
+def test_warm_start_loads_the_shipped_drafts_weights(grow):
     """The shipped draft.onnx's weights, read back into the PyTorch model, compute its recorded logits: what
     `distill --warm-start` continues from is that draft — also when the head grows by 512 more output ids
     (its rows land on their tokens among the new ones), and when the model grows two more layers (identity
     blocks at first). Fails if a norm or projection lands in the wrong place (checked: swapping the two norms
     of a block gives 8.7), head rows keep the draft's order, or a grown block is not the identity (checked:
     leaving its down projection random)."""
-    shape, entry = replace(DraftShape(), n_layers=layers), read_prebuilt(DEFAULT_DRAFT).entry
+    entry = read_prebuilt(DEFAULT_DRAFT).entry
     c = entry["config"]
+    shipped = c["n_layers"]
+    shape = replace(DraftShape(), n_layers=shipped + grow)
     base = draft_vocabulary(DEFAULT_DRAFT / "draft.onnx")
     assert base.tolist() == entry["id_map"]
     extra = np.setdiff1d(np.arange(c["vocab_size"]), base)[::50][:512]
@@ -101,7 +103,7 @@ def test_warm_start_loads_the_shipped_drafts_weights(layers):
     model = build_model(
         replace(shape, output_vocab=len(vocab)), embedding, embedding[vocab], c["rope_theta"], c["rms_eps"]
     )
-    assert warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab) == 2
+    assert warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab) == shipped
     with np.load(DEFAULT_DRAFT / "torch_reference.npz") as data:
         sequences, lengths, expected = data["sequences"], data["lengths"], data["logits"]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -114,8 +116,10 @@ def test_warm_start_loads_the_shipped_drafts_weights(layers):
     assert choose_vocabulary([], 9000, base.tolist())[0].tolist() == base.tolist()  # nothing to grow from
     with pytest.raises(ValueError, match="does not contain"):
         warm_start(model, DEFAULT_DRAFT / "draft.onnx", np.setdiff1d(vocab, base[:1]))
-    shallow = build_model(replace(shape, n_layers=1), embedding, embedding[base], c["rope_theta"], c["rms_eps"])
-    with pytest.raises(ValueError, match="has 2 layers, more than the 1"):
+    shallow = build_model(
+        replace(shape, n_layers=shipped - 1), embedding, embedding[base], c["rope_theta"], c["rms_eps"]
+    )
+    with pytest.raises(ValueError, match=f"has {shipped} layers, more than the {shipped - 1}"):
         warm_start(shallow, DEFAULT_DRAFT / "draft.onnx", base)
 
 
