@@ -51,9 +51,13 @@ def test_shards_respect_the_size_limit_and_alignment(real_package):
     formats = {t["format"] for t in manifest["champion"]["tensors"].values()}
     assert formats == {"q4_1", "q8_0", "f32"}
     assert manifest["generation"] == {"bos_id": 1, "eos_ids": [2], "context_limit": 8192}
-    assert (
-        manifest["draft"]["kind"] == "prebuilt" and manifest["draft"]["config"]["n_layers"] == 2
-    )  # the distilled draft
+    from build_tools.prebuilt_draft import read_prebuilt
+    from build_tools.recipes import DEFAULT_DRAFT
+
+    shipped = read_prebuilt(DEFAULT_DRAFT)  # the distilled draft, as shipped
+    assert manifest["draft"]["kind"] == "prebuilt"
+    assert manifest["identity"]["draft_weights"] == shipped.provenance["draft_onnx_sha256"]
+    assert manifest["draft"]["config"] == shipped.entry["config"]
 
 
 def test_real_package_verifies_and_any_flipped_shard_byte_is_named(real_package, tmp_path):
