@@ -14,6 +14,7 @@ from pathlib import Path
 from pyodide_app.chat_template import TemplateError
 from pyodide_app.manifest import ManifestError
 
+from .bench import WORKLOADS
 from .recipes import DEFAULT_DRAFT, ROOT, default_package, export_draft, export_fallback
 from .source import SourceError
 
@@ -213,7 +214,7 @@ def parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--workload",
-        choices=("bench", "independent"),
+        choices=WORKLOADS,
         default="bench",
         help="bench: build_tools/bench_prompts.json; independent: the drafts' independent evaluation set "
         "(build_tools/draft_eval_independent.json, whole chats; --strata picks its kinds)",
