@@ -44,7 +44,8 @@ PROMPT_STREAMS = {  # --prompts: name -> (seed -> endless prompt items, what pro
     ),
     "selfinstruct": (
         self_instruct_prompts,
-        "build_tools/distill_found.py self_instruct_prompts (distill_selfinstruct_prompts.jsonl.gz, then mixed)",
+        "build_tools/distill_found.py self_instruct_prompts (distill_selfinstruct_prompts.jsonl.gz, "
+        "distill_followup_prompts.jsonl.gz, then mixed)",
     ),
 }
 

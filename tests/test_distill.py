@@ -20,6 +20,7 @@ from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
 from build_tools.distill_data import pending_jobs
 from build_tools.distill_found import (
+    FOLLOW_UPS,
     FOUND_PER_TEMPLATE,
     SELF_INSTRUCT,
     found_prompts,
@@ -70,17 +71,20 @@ def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_orde
     assert modes == {("found", "greedy"), ("found", "sampled"), ("template", "greedy"), ("template", "sampled")}
 
 
-def test_the_self_instruct_stream_answers_every_written_prompt_then_the_mixed_stream():
-    """Every prompt of the frozen self-instruct file once, in file order, then the mixed stream from its start
-    (a run that continues the shipped draft's data skips the mixed prompts already answered); both answer modes
-    occur among the written prompts. Fails if the stream drops, repeats or reorders prompts."""
-    written = frozen_prompts(SELF_INSTRUCT)
-    stream = list(itertools.islice(self_instruct_prompts(0), len(written) + 30))
-    assert stream[: len(written)] == written and stream[len(written) :] == list(itertools.islice(mixed_prompts(0), 30))
+def test_the_self_instruct_stream_answers_every_written_prompt_then_the_follow_ups_then_the_mixed_stream():
+    """Every prompt of the frozen self-instruct file once, in file order, then every two-turn follow-up chat, then
+    the mixed stream from its start (a run that continues the shipped draft's data skips the mixed prompts
+    already answered); both answer modes occur among the written prompts and among the follow-ups. Fails if the
+    stream drops, repeats or reorders prompts."""
+    written, chats = frozen_prompts(SELF_INSTRUCT), frozen_prompts(FOLLOW_UPS)
+    stream = list(itertools.islice(self_instruct_prompts(0), len(written) + len(chats) + 30))
+    assert stream[: len(written)] == written and stream[len(written) : len(written) + len(chats)] == chats
+    assert stream[len(written) + len(chats) :] == list(itertools.islice(mixed_prompts(0), 30))
     assert len({p["id"] for p in stream}) == len(stream)
     assert all(p["task"].startswith("self_instruct/") and p["prompt"].strip() for p in written)
-    modes = {job.mode for job in pending_jobs(written[:60], set(), lambda m: [1], 0, 3)}
-    assert modes == {"greedy", "sampled"}
+    assert all(p["task"].startswith("followup/") and p["messages"][-1]["content"].strip() for p in chats)
+    for prompts in (written[:60], chats[:60]):
+        assert {job.mode for job in pending_jobs(prompts, set(), lambda m: [1], 0, 3)} == {"greedy", "sampled"}
 
 
 @pytest.mark.parametrize("grow", [0, 2])

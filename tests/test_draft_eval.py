@@ -9,7 +9,7 @@ import json
 import re
 
 from build_tools.distill_data import messages_of
-from build_tools.distill_found import SELF_INSTRUCT, found_prompts, frozen_prompts
+from build_tools.distill_found import FOLLOW_UPS, SELF_INSTRUCT, found_prompts, frozen_prompts
 from build_tools.distill_prompts import training_prompts
 from build_tools.eval_set import INDEPENDENT as EVAL_SET
 from build_tools.eval_set import independent_items
@@ -75,6 +75,20 @@ def test_it_shares_no_text_with_the_self_instruct_prompts():
     assert len(written) >= 1000 and len({item["id"] for item in written}) == len(written)
     for item in written:
         assert not (shingles(item["prompt"]) & eval_shingles), item["id"]
+
+
+def test_it_shares_no_text_with_the_follow_up_chats():
+    """Nor with the two-turn chats (scripts/followup_prompts.py: a first turn from the frozen sets, the champion's
+    answer, a written follow-up), which end on a user turn after an assistant one. Fails if a follow-up is
+    copied from this set's multi-turn chats."""
+    eval_shingles = set().union(*(shingles(t) for t in texts()))
+    chats = frozen_prompts(FOLLOW_UPS)
+    assert len(chats) >= 1000 and len({item["id"] for item in chats}) == len(chats)
+    for item in chats:
+        roles = [m["role"] for m in item["messages"]]
+        assert roles[-2:] == ["assistant", "user"], item["id"]
+        for message in item["messages"]:
+            assert not (shingles(message["content"]) & eval_shingles), item["id"]
 
 
 def test_the_shipped_drafts_measurement_is_of_this_exact_file():
