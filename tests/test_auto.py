@@ -13,7 +13,16 @@ from pyodide_app import costs as costs_module
 from pyodide_app.costs import LONG_CONTEXT, cost_kind, fixed_costs, interpolate, measure_costs, measure_key_ms
 from pyodide_app.errors import DraftRuntimeError
 from pyodide_app.processors import SamplingSettings
-from pyodide_app.proposers.auto import LOOKUP_PRIOR, NONE, PRIOR_WEIGHT, AutoProposer, Choice, CostPolicy, PositionStats
+from pyodide_app.proposers.auto import (
+    LOOKUP_PRIOR,
+    NEURAL_TRIES,
+    NONE,
+    PRIOR_WEIGHT,
+    AutoProposer,
+    Choice,
+    CostPolicy,
+    PositionStats,
+)
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
 from pyodide_app.waits import finish
 
@@ -145,6 +154,30 @@ def test_an_untried_match_length_gets_one_cheap_probe():
     assert failed.choose([0], 4, short, False) == NONE
     assert right.choose([0], 4, short, False).source == "prompt_lookup"
     assert CostPolicy(STEEP).choose(REPETITIVE, 4, short, False) == NONE
+
+
+def test_a_neural_draft_gets_several_tries_before_the_formula_alone_decides():
+    """The page's CPU path (Firefox, measured V(1) 81.8, V(2) 99.2 ms, draft step 4.4 ms) breaks even at a
+    neural acceptance of 0.27; the prior is 0.345. Policy 6 dropped the draft after its first rejection (the
+    estimate fell to 0.23) and never tried it again (code: 0.60x neural k = 2). Now a draft whose prior pays
+    gets NEURAL_TRIES one-token rounds; a success among them keeps it; all failing ends it; where the prior
+    does not pay (a row costing a forward), it gets none. (Seen failing with NEURAL_TRIES = 1, policy 6.)"""
+    page_cpu = fixed_costs([81.82, 99.2, 114.12, 126.27, 138.42, 147.46, 156.5, 165.54, 174.58], 4.4)
+    policy = CostPolicy(page_cpu, neural_prior=0.345)
+    assert policy.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)  # by the formula: 1.345/103.6 > 1/81.8
+    for _ in range(NEURAL_TRIES):
+        assert policy.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
+        policy.observe(Choice("neural", 1), proposed=1, accepted=0)
+    assert policy.choose([1, 2, 3], 4, None, True) == NONE  # three rejections: the formula alone
+    recovered = CostPolicy(page_cpu, neural_prior=0.345)
+    recovered.observe(Choice("neural", 1), proposed=1, accepted=0)
+    assert CostPolicy(page_cpu, 0.345, recovered.learned(), probe_tolerance=0).choose([1], 4, None, True) == NONE
+    recovered.observe(recovered.choose([1, 2, 3], 4, None, True), proposed=1, accepted=1)
+    assert (
+        CostPolicy(page_cpu, 0.345, recovered.learned(), probe_tolerance=0).choose([1], 4, None, True).source
+        == "neural"
+    )
+    assert CostPolicy(STEEP, neural_prior=0.345).choose([1, 2, 3], 4, None, True) == NONE
 
 
 def test_a_long_context_makes_every_verified_row_dearer():

@@ -21,10 +21,13 @@ for the request's kind of sampling; priors: prompt lookup by n and draft positio
 scripts/auto_priors.py), the neural draft from its package's measured agreement. The highest rate wins; ties
 go to none, then lookup, then neural, then the shorter k. When none wins and the current match's length has
 not been drafted after in this request (or conversation), a one-token lookup round probes it if predicted to
-be at most PROBE_TOLERANCE slower than none. A draft source that fails is not chosen again in the request (the
-failed round is a plain champion step). The counts a_j are kept over a conversation's greedy answers (Engine
-passes the last answer's counts on when the next prompt extends its prompt); a sampled answer starts from the
-priors, so that its seed alone reproduces it.
+be at most PROBE_TOLERANCE slower than none; else, while the neural draft has had fewer than NEURAL_TRIES rounds,
+a one-token neural round probes it where its prior alone says such a round beats none (with W = 2 one rejection
+took a 0.345 prior to 0.23, below the page CPU path's break-even of 0.27, and the draft was never tried again:
+0.60x neural k = 2 on code). A draft source that fails is not chosen again in the request (the failed round is a
+plain champion step). The counts a_j are kept over a conversation's greedy answers (Engine passes the last
+answer's counts on when the next prompt extends its prompt); a sampled answer starts from the priors, so that its
+seed alone reproduces it.
 
 Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
 the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
@@ -45,7 +48,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 6
+AUTO_POLICY_VERSION = 7
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -54,6 +57,7 @@ LOOKUP_PRIOR = {1: (0.15, 0.4), 2: (0.4, 0.75), 3: (0.7, 0.8), 4: (0.75, 0.85), 
 NEURAL_PRIOR = 0.4  # when the package does not record the draft's measured agreement
 PRIOR_WEIGHT = 2.0  # pseudo-observations per draft position
 PROBE_TOLERANCE = 0.1  # an untried match length's one-token probe may be predicted this much slower than none
+NEURAL_TRIES = 3  # neural rounds (position 0 reached) its prior buys before the estimate alone decides
 SHORT_NAMES = {"none": "none", "prompt_lookup": "lookup", "neural": "neural"}
 
 
@@ -179,7 +183,9 @@ class CostPolicy:
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
         if best == NONE and lookup is not None and lookup[1]:
-            return self.probe(lookup[0], best_rate, length)
+            best = self.probe(lookup[0], best_rate, length)
+        if best == NONE and neural_available and self.costs.draft_step_ms is not None:
+            best = self.neural_probe(best_rate, length)
         return best
 
     def lookup_stats(self, n: int) -> PositionStats:
@@ -196,6 +202,16 @@ class CostPolicy:
         expected = stats.expected_tokens(1)
         rate = expected / self.costs.round_ms(2, expected, length)
         return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * none_rate else NONE
+
+    def neural_probe(self, none_rate: float, length: int) -> Choice:
+        """While the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round where its
+        prior alone says such a round beats none: a first rejection (or entropy stop) does not rule out a draft
+        its prior recommends. (probe_tolerance 0: the formula alone, no probe.)"""
+        if self.probe_tolerance <= 0 or (self.neural.reached[0] if self.neural.reached else 0) >= NEURAL_TRIES:
+            return NONE
+        expected = 1.0 + self.neural_prior
+        rate = expected / (self.costs.draft_step_ms + self.costs.round_ms(2, expected, length))
+        return Choice("neural", 1) if rate > none_rate else NONE
 
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
         self.rounds += 1
