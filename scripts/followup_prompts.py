@@ -11,8 +11,10 @@ FOLLOW_UPS_PER_CHAT different ones per first turn, chosen by a hash of its id. T
 for this file, not taken from the independent evaluation set; an item sharing a 6-word sequence with that
 set is dropped (tests/test_draft_eval.py re-checks the file).
 
-Written once to build_tools/distill_followup_prompts.jsonl.gz ({id, task, messages}); `build_tools distill
---prompts selfinstruct` answers it after the self-instruct prompts. Runs in seconds:
+Written once to build_tools/distill_followup_prompts.jsonl.gz ({id, task, messages}), from the answers.npz of
+the 4-layer draft of commit 8193336 (8,266 answers; a later answers.npz, which holds more found-prompt answers,
+gives more chats); `build_tools distill --prompts selfinstruct` answers it after the self-instruct prompts. Runs
+in seconds:
 
     .venv/bin/python scripts/followup_prompts.py
 """
