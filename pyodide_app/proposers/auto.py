@@ -95,8 +95,12 @@ class PositionStats:
         self.reached: list[int] = []
         self.accepted: list[int] = []
 
+    def reached_at(self, position: int) -> int:
+        """Rounds that tested this draft position."""
+        return self.reached[position] if position < len(self.reached) else 0
+
     def rate(self, position: int) -> float:
-        reached = self.reached[position] if position < len(self.reached) else 0
+        reached = self.reached_at(position)
         accepted = self.accepted[position] if position < len(self.accepted) else 0
         prior = self.first if position == 0 else self.later
         return (accepted + PRIOR_WEIGHT * prior) / (reached + PRIOR_WEIGHT)
@@ -173,13 +177,13 @@ class CostPolicy:
             stats = self.lookup_stats(n)
             for k in range(1, min(k_cap, len(tokens)) + 1):
                 expected = stats.expected_tokens(k)
-                rate = expected / self.costs.round_ms(k + 1, expected, length)
+                rate = self.lookup_rate(k, expected, length)
                 if rate > best_rate:
                     best, best_rate = Choice("prompt_lookup", k, n), rate
         if neural_available and self.costs.draft_step_ms is not None:
             for k in range(1, k_cap + 1):
                 expected = self.neural.expected_tokens(k)
-                rate = expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected, length))
+                rate = self.neural_rate(k, expected, length)
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
         if best == NONE and lookup is not None and lookup[1]:
@@ -200,18 +204,24 @@ class CostPolicy:
         if stats.reached:
             return NONE
         expected = stats.expected_tokens(1)
-        rate = expected / self.costs.round_ms(2, expected, length)
+        rate = self.lookup_rate(1, expected, length)
         return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * none_rate else NONE
 
     def neural_probe(self, none_rate: float, length: int) -> Choice:
         """While the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round where its
         prior alone says such a round beats none: a first rejection (or entropy stop) does not rule out a draft
         its prior recommends. (probe_tolerance 0: the formula alone, no probe.)"""
-        if self.probe_tolerance <= 0 or (self.neural.reached[0] if self.neural.reached else 0) >= NEURAL_TRIES:
+        if self.probe_tolerance <= 0 or self.neural.reached_at(0) >= NEURAL_TRIES:
             return NONE
-        expected = 1.0 + self.neural_prior
-        rate = expected / (self.costs.draft_step_ms + self.costs.round_ms(2, expected, length))
-        return Choice("neural", 1) if rate > none_rate else NONE
+        return Choice("neural", 1) if self.neural_rate(1, 1.0 + self.neural_prior, length) > none_rate else NONE
+
+    def lookup_rate(self, k: int, expected: float, length: int) -> float:
+        """Emitted tokens per ms of a lookup round of k drafts expected to emit `expected` tokens."""
+        return expected / self.costs.round_ms(k + 1, expected, length)
+
+    def neural_rate(self, k: int, expected: float, length: int) -> float:
+        """Emitted tokens per ms of a neural round: k draft steps, then the verify call."""
+        return expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected, length))
 
     def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
         self.rounds += 1
