@@ -242,30 +242,35 @@ def export_tokens(folder: Path, archive: Path) -> int:
     return len(answers)
 
 
+def read_token_archive(archive: Path) -> list[tuple[dict, np.ndarray, int]]:
+    """An export_tokens archive -> [(meta {id, task, mode}, sequence int64 [prompt + answer], prompt length)]."""
+    with np.load(archive) as data:
+        tokens, lengths, prompt_lens = data["tokens"].astype(np.int64), data["lengths"], data["prompt_lens"]
+        meta = [json.loads(line) for line in bytes(data["meta"]).decode().splitlines()]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    return [(m, tokens[s : s + n], int(p)) for m, s, n, p in zip(meta, starts, lengths, prompt_lens)]
+
+
 def replay(package: Path, archive: Path, folder: Path, log=print) -> dict:
     """Rebuild an answers folder from an export_tokens archive: for each stored answer not yet in `folder`,
     one teacher-forced champion call over prompt + answer gives the top-K logits at every answer position."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
-    with np.load(archive) as data:
-        tokens, lengths, prompt_lens = data["tokens"].astype(np.int64), data["lengths"], data["prompt_lens"]
-        meta = [json.loads(line) for line in bytes(data["meta"]).decode().splitlines()]
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    champion, _ = open_champion(package, 1, int(lengths.max()) if len(lengths) else 1)
+    stored = read_token_archive(archive)
+    champion, _ = open_champion(package, 1, max((len(sequence) for _, sequence, _ in stored), default=1))
     skip, shard, done, started = done_ids(folder), next_shard_number(folder), [], time.monotonic()
-    for item, start, length, prompt_len in zip(meta, starts, lengths, prompt_lens):
+    for item, sequence, prompt_len in stored:
         if item["id"] in skip:
             continue
-        sequence = tokens[start : start + length]
         champion.clear(0)
-        logits = champion.feed([0], torch.from_numpy(sequence)[None], first_row=int(prompt_len) - 1)[0, :-1]
+        logits = champion.feed([0], torch.from_numpy(sequence)[None], first_row=prompt_len - 1)[0, :-1]
         values, ids = torch.topk(logits, TOP_K)  # [answer_len, K]: the rows that chose each answer token
         done.append(
             {
                 **item,
                 "sequence": sequence.tolist(),
-                "prompt_len": int(prompt_len),
+                "prompt_len": prompt_len,
                 "top_ids": ids.numpy().astype(np.int32),
                 "top_logits": values.numpy().astype(np.float16),
             }

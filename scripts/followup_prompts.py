@@ -27,12 +27,10 @@ import sys
 import zlib
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from build_tools.distill_data import messages_of  # noqa: E402
+from build_tools.distill_data import messages_of, read_token_archive  # noqa: E402
 from build_tools.distill_found import FOLLOW_UPS as OUT  # noqa: E402
 from build_tools.distill_found import SELF_INSTRUCT, found_prompts, frozen_prompts  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
@@ -179,13 +177,8 @@ def follow_ups(task: str, item_id: str) -> list[str]:
 
 def stored_answers() -> dict[str, tuple[str, list[int]]]:
     """answers.npz -> {id: (task, answer token ids)}."""
-    with np.load(ANSWERS) as data:
-        tokens, lengths, prompt_lens = data["tokens"], data["lengths"], data["prompt_lens"]
-        meta = [json.loads(line) for line in bytes(data["meta"]).decode().splitlines()]
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     return {
-        m["id"]: (m["task"], tokens[s + p : s + n].astype(int).tolist())
-        for m, s, n, p in zip(meta, starts, lengths, prompt_lens)
+        meta["id"]: (meta["task"], sequence[length:].tolist()) for meta, sequence, length in read_token_archive(ANSWERS)
     }
 
 
