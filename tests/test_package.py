@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from build_tools.package import DraftPlan, build_package
+from build_tools.prebuilt_draft import read_prebuilt
+from build_tools.recipes import DEFAULT_DRAFT
 from build_tools.source import SourceError
 from build_tools.synth import synth_models, tiny_tokenizer
 from pyodide_app.manifest import SHARD_LIMIT_BYTES, TENSOR_ALIGNMENT
@@ -51,9 +53,6 @@ def test_shards_respect_the_size_limit_and_alignment(real_package):
     formats = {t["format"] for t in manifest["champion"]["tensors"].values()}
     assert formats == {"q4_1", "q8_0", "f32"}
     assert manifest["generation"] == {"bos_id": 1, "eos_ids": [2], "context_limit": 8192}
-    from build_tools.prebuilt_draft import read_prebuilt
-    from build_tools.recipes import DEFAULT_DRAFT
-
     shipped = read_prebuilt(DEFAULT_DRAFT)  # the distilled draft, as shipped
     assert manifest["draft"]["kind"] == "prebuilt"
     assert manifest["identity"]["draft_weights"] == shipped.provenance["draft_onnx_sha256"]
