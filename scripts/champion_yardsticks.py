@@ -34,14 +34,19 @@ from pyodide_app.processors import SamplingSettings  # noqa: E402
 from pyodide_app.sampling import SeededDraws  # noqa: E402
 
 
+def shipped_shader(name: str) -> str:
+    return (ROOT / "shaders" / f"{name}.wgsl").read_text()
+
+
 class WebGPUArm:
-    def __init__(self, folder: Path, manifest: dict, capacity: int):
+    def __init__(self, folder: Path, manifest: dict, capacity: int, shader_source=shipped_shader, kernels="auto"):
         self.champion = GPUChampion(
             WgpuDevice(),
             manifest,
             lambda n: (folder / n).read_bytes(),
-            lambda n: (ROOT / "shaders" / f"{n}.wgsl").read_text(),
+            shader_source,
             context_limit=capacity,
+            kernels=kernels,
         )
 
     def first_token(self, prompt: list[int]) -> None:

@@ -1,0 +1,113 @@
+"""How fast could the WGSL prefill get on this adapter? A bound, measured (a benchmark, not a test).
+
+Arms, interleaved in one run on a --prompt-token prompt from an empty cache (time to first token):
+
+  webgpu      the shipped columns kernels
+  no-loads    the same kernels with the matmuls' activation loads replaced by register arithmetic: WRONG
+              values, so only its time means anything. On lavapipe those loads are most of the prefill
+              matmul's cost, so this arm bounds what any reorganisation of the loads could buy while each
+              output keeps the expression that batch invariance fixes (the same products and sums).
+  onnx        champion.onnx on onnxruntime CPU (issue 15's yardstick: TTFT <= 2x this)
+
+Then the 64-row prefill forward by kernel kind (ms per row) for the two WGSL arms.
+
+    .venv/bin/python scripts/prefill_bound.py [--model DIR] [--prompt 180] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from champion_yardsticks import OnnxArm, WebGPUArm, shipped_shader  # noqa: E402
+
+from build_tools.recipes import default_package  # noqa: E402
+from pyodide_app.kernel_abi import PARAMS  # noqa: E402
+from pyodide_app.kernel_bench import kernel_kind  # noqa: E402
+from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
+
+ACTIVATION_LOADS = "return Block32(x[v], x[v + 1u], x[v + 2u], x[v + 3u], x[v + 4u], x[v + 5u], x[v + 6u], x[v + 7u]);"
+IN_REGISTERS = (
+    "let c = vec4<f32>(f32(v)); return Block32(c, c + 1.0, c + 2.0, c + 3.0, c + 4.0, c + 5.0, c + 6.0, c + 7.0);"
+)
+KEEP_BINDING = "    if (id.x == 0xffffffffu) { y[0] = x[0].x; }\n"  # x stays in the layout, never loaded
+
+
+def without_activation_loads(name: str) -> str:
+    source = shipped_shader(name)
+    if name != "matmul_columns":
+        return source
+    if ACTIVATION_LOADS not in source:
+        raise SystemExit("matmul_columns.wgsl no longer loads activations as this script expects: update it")
+    source = source.replace(ACTIVATION_LOADS, IN_REGISTERS)
+    for entry in ("columns_q4_1", "columns_q8_0"):
+        source = source.replace(f"    {entry}(id.x * COLUMNS);", KEEP_BINDING + f"    {entry}(id.x * COLUMNS);")
+    return source
+
+
+def prefill_profile(champion, rows: int, repeats: int = 3) -> dict[str, float]:
+    """Milliseconds per row of a `rows`-row prefill forward, by kernel kind (each kind submitted alone)."""
+    champion.gpu.write_buffer(champion.params, 0, PARAMS.pack(rows=rows, position=0))
+    plan = champion.prefill_plan(rows)
+    kinds: dict[str, list] = {}
+    for step in plan:
+        kinds.setdefault(kernel_kind(step.label), []).append(step)
+    kinds["whole forward"] = list(plan)
+    profile = {}
+    for kind, steps in kinds.items():
+        best = float("inf")
+        for _ in range(repeats + 1):
+            began = time.perf_counter()
+            champion.gpu.submit(steps)
+            champion.gpu.read_buffer(champion.result, 0, 4)
+            best = min(best, time.perf_counter() - began)
+        profile[kind] = best * 1000 / rows
+    champion.forget()
+    return profile
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path)
+    parser.add_argument("--prompt", type=int, default=180)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    folder = args.model or default_package()
+    manifest = json.loads((folder / "manifest.json").read_text())
+    capacity = args.prompt + 64
+    arms = {
+        "webgpu": WebGPUArm(folder, manifest, capacity, kernels="columns"),
+        "no-loads (wrong values)": WebGPUArm(folder, manifest, capacity, without_activation_loads, "columns"),
+        "onnx": OnnxArm(open_runtime(folder, manifest, compact=True)),
+    }
+    prompt = [100 + (37 * i) % 5000 for i in range(args.prompt)]
+    ttft = {name: [] for name in arms}
+    for repeat in range(args.repeats + 1):  # the first round warms up and is dropped
+        for name, arm in arms.items():
+            began = time.perf_counter()
+            arm.first_token(prompt)
+            if repeat:
+                ttft[name].append(time.perf_counter() - began)
+    onnx = statistics.median(ttft["onnx"])
+    print(f"prompt {args.prompt} tokens, {args.repeats} interleaved repeats")
+    print("| arm | time to first token (s) | x champion.onnx |\n|---|---|---|")
+    for name, times in ttft.items():
+        print(f"| {name} | {statistics.median(times):.2f} | {statistics.median(times) / onnx:.2f} |")
+    wgsl = [name for name in arms if name != "onnx"]
+    rows = arms["webgpu"].champion.prefill_rows
+    profiles = {name: prefill_profile(arms[name].champion, rows) for name in wgsl}
+    print(f"\n{rows}-row prefill forward, ms per row\n| kind | " + " | ".join(wgsl) + " |\n|---|---|---|")
+    for kind in profiles["webgpu"]:
+        print(f"| {kind} | " + " | ".join(f"{profiles[name][kind]:.2f}" for name in wgsl) + " |")
+
+
+if __name__ == "__main__":
+    main()
