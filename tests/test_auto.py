@@ -156,6 +156,23 @@ def test_an_untried_match_length_gets_one_cheap_probe():
     assert CostPolicy(STEEP).choose(REPETITIVE, 4, short, False) == NONE
 
 
+def test_an_untried_match_length_is_probed_against_the_draft_too():
+    """Where the neural draft wins by its prior (0.345) a 1-token match (prior 0.15) never won by the formula, and
+    the probe ran only when none won, so auto never learned a summary's 1-token matches were right (the page's
+    CPU path, greedy: summary auto 1.35x with 7 neural rounds, lookup-adaptive 1.64x). Policy 8 probes an untried
+    length against the winner's rate; once tried, the estimate decides. (Seen failing with policy 7's probe,
+    which compared against none only when none won.)"""
+    page_cpu = fixed_costs([47.0, 53.52, 57.82, 69.35, 80.88, 91.215, 101.55, 111.885, 122.22], 3.1)
+    short = (1, (7, 8, 9))
+    assert CostPolicy(page_cpu, 0.345, probe_tolerance=0).choose([0], 4, short, True) == Choice("neural", 1)
+    assert CostPolicy(page_cpu, 0.345).choose([0], 4, short, True) == Choice("prompt_lookup", 1, 1)
+    failed, right = CostPolicy(page_cpu, 0.345), CostPolicy(page_cpu, 0.345)
+    failed.observe(Choice("prompt_lookup", 1, 1), proposed=1, accepted=0)
+    right.observe(Choice("prompt_lookup", 1, 1), proposed=1, accepted=1)
+    assert failed.choose([0], 4, short, True) == Choice("neural", 1)
+    assert right.choose([0], 4, short, True).source == "prompt_lookup"
+
+
 def test_a_neural_draft_gets_several_tries_before_the_formula_alone_decides():
     """The page's CPU path (Firefox, measured V(1) 81.8, V(2) 99.2 ms, draft step 4.4 ms) breaks even at a
     neural acceptance of 0.27; the prior is 0.345. Policy 6 dropped the draft after its first rejection (the

@@ -19,9 +19,11 @@ row: 0 when greedy), key (a row's cost per context token beyond the 64 V was tim
 with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from a CostModel fixed
 for the request's kind of sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
 scripts/auto_priors.py), the neural draft from its package's measured agreement. The highest rate wins; ties
-go to none, then lookup, then neural, then the shorter k. When none wins and the current match's length has
-not been drafted after in this request (or conversation), a one-token lookup round probes it if predicted to
-be at most PROBE_TOLERANCE slower than none; else, while the neural draft has had fewer than NEURAL_TRIES rounds,
+go to none, then lookup, then neural, then the shorter k. When none or the neural draft wins and the current
+match's length has not been drafted after in this request (or conversation), a one-token lookup round probes it
+if predicted to be at most PROBE_TOLERANCE slower than the winner (against the draft since version 8: its prior
+0.345 beat every 1-token match's 0.15, so on summaries auto drafted neurally where such matches were right);
+else, when none wins, while the neural draft has had fewer than NEURAL_TRIES rounds,
 a one-token neural round probes it where its prior alone says such a round beats none (with W = 2 one rejection
 took a 0.345 prior to 0.23, below the page CPU path's break-even of 0.27, and the draft was never tried again:
 0.60x neural k = 2 on code). A draft source that fails is not chosen again in the request (the failed round is a
@@ -48,7 +50,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 7
+AUTO_POLICY_VERSION = 8
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -56,7 +58,7 @@ AUTO_POLICY_VERSION = 7
 LOOKUP_PRIOR = {1: (0.15, 0.4), 2: (0.4, 0.75), 3: (0.7, 0.8), 4: (0.75, 0.85), 5: (0.75, 0.85), 6: (0.95, 0.95)}
 NEURAL_PRIOR = 0.4  # when the package does not record the draft's measured agreement
 PRIOR_WEIGHT = 2.0  # pseudo-observations per draft position
-PROBE_TOLERANCE = 0.1  # an untried match length's one-token probe may be predicted this much slower than none
+PROBE_TOLERANCE = 0.1  # an untried match length's one-token probe may be predicted this much slower than the winner
 NEURAL_TRIES = 3  # neural rounds (position 0 reached) its prior buys before the estimate alone decides
 SHORT_NAMES = {"none": "none", "prompt_lookup": "lookup", "neural": "neural"}
 
@@ -186,8 +188,8 @@ class CostPolicy:
                 rate = self.neural_rate(k, expected, length)
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
-        if best == NONE and lookup is not None and lookup[1]:
-            best = self.probe(lookup[0], best_rate, length)
+        if best.source != "prompt_lookup" and lookup is not None and lookup[1]:
+            best = self.probe(lookup[0], best_rate, length) or best
         if best == NONE and neural_available and self.costs.draft_step_ms is not None:
             best = self.neural_probe(best_rate, length)
         return best
@@ -196,16 +198,17 @@ class CostPolicy:
         """The counts for matches of length n (LOOKUP_PRIOR's longest length stands for any longer one)."""
         return self.lookup[min(n, max(LOOKUP_PRIOR))]
 
-    def probe(self, n: int, none_rate: float, length: int) -> Choice:
+    def probe(self, n: int, best_rate: float, length: int) -> Choice | None:
         """A match length whose rate is unknown here (no round has drafted after such a match yet) gets one
-        one-token round if that is predicted to cost less than probe_tolerance of none's rate: its outcome
-        then moves the estimate (a success from 0.15 to 0.43 for n = 1) for the rounds after it."""
+        one-token round if that is predicted to cost less than probe_tolerance of the best choice's rate
+        (none's, or the neural draft's): its outcome then moves the estimate (a success from 0.15 to 0.43
+        for n = 1) for the rounds after it. None: no probe."""
         stats = self.lookup_stats(n)
         if stats.reached:
-            return NONE
+            return None
         expected = stats.expected_tokens(1)
         rate = self.lookup_rate(1, expected, length)
-        return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * none_rate else NONE
+        return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * best_rate else None
 
     def neural_probe(self, none_rate: float, length: int) -> Choice:
         """While the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round where its
