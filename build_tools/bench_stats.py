@@ -112,16 +112,20 @@ def quartiles(values: list[float]):
 
 
 def table(rows: list[dict]) -> str:
+    """Markdown rows. "× none" is the ratio of the medians; "× none, paired" the median of per-request
+    speed-ups (each answer over champion-alone's answer to the same prompt in the same round), the one to read
+    per stratum: pairing cancels drift between rounds."""
     fmt = lambda v, spec: "—" if v is None else format(v, spec)  # noqa: E731
     lines = [
-        "| setting | stratum | arm | decode tok/s | × none | × ort-wasm | × ort-webgpu | × wllama (1 thread) | × "
-        "wllama (2 threads) | tokens/call | TTFT s | n |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| setting | stratum | arm | decode tok/s | × none | × none, paired | × ort-wasm | × ort-webgpu | "
+        "× wllama (1 thread) | × wllama (2 threads) | tokens/call | TTFT s | n |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        paired = (r["per_request_speedup"] or {}).get("median")
         lines.append(
             f"| {r['setting']} | {r['stratum']} | {r['arm']} | {fmt(r['decode_tps'], '.2f')} | "
-            f"{fmt(r['speedup_vs_none'], '.2f')} | "
+            f"{fmt(r['speedup_vs_none'], '.2f')} | {fmt(paired, '.2f')} | "
             f"{fmt(r['speedup_vs_ort_wasm'], '.2f')} | {fmt(r['speedup_vs_ort_webgpu'], '.2f')} | "
             f"{fmt(r.get('speedup_vs_wllama_1t'), '.2f')} | {fmt(r.get('speedup_vs_wllama_2t'), '.2f')} | "
             f"{fmt(r['tokens_per_call'], '.2f')} | "

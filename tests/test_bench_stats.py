@@ -4,7 +4,7 @@ same round, so drift between rounds cancels in the per-request speed-ups."""
 from __future__ import annotations
 
 from build_tools.bench import ARMS
-from build_tools.bench_stats import paired_speedups, summarize
+from build_tools.bench_stats import paired_speedups, summarize, table
 
 
 def record(arm: str, repeat: int, tps: float) -> dict:
@@ -26,3 +26,14 @@ def test_records_of_a_single_round_need_no_repeat_field():
     for r in records:
         del r["repeat"]
     assert paired_speedups(records, "lookup-k4", "none") == [1.5]
+
+
+def test_the_table_shows_the_paired_median_beside_the_ratio_of_medians():
+    """Three rounds at different machine speeds; lookup is 2x champion-alone in two and equal in the third.
+    The ratio of the medians (40 / 30) says 1.33; the paired median says 2.0."""
+    records = [record("none", 0, 10.0), record("lookup-k4", 0, 20.0), record("none", 1, 30.0)]
+    records += [record("lookup-k4", 1, 60.0), record("none", 2, 40.0), record("lookup-k4", 2, 40.0)]
+    rows = summarize(records, [a for a in ARMS if a.name in ("none", "lookup-k4")])
+    line = next(x for x in table(rows).splitlines() if x.startswith("| greedy | chat | lookup-k4 |"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[4] == "1.33" and cells[5] == "2.00"
