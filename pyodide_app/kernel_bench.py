@@ -80,16 +80,19 @@ def kernel_kind(label: str) -> str:
     return KERNEL_KINDS.get(label.rsplit(".", 1)[-1], "other")
 
 
-def profile_by_kind(champion, rows: int, repeats: int = 3, position: int = 64) -> dict[str, dict]:
+def profile_by_kind(
+    champion, rows: int, repeats: int = 3, position: int = 64, prefill: bool = False
+) -> dict[str, dict]:
     """Milliseconds per forward spent in each kernel kind at T = rows: each kind's dispatches are submitted
-    alone (in plan order) and timed to completion, best of `repeats`; "forward + verify" is the whole plan.
+    alone (in plan order) and timed to completion, best of `repeats`; "forward + verify" (prefill: "whole
+    forward") is the whole plan. prefill: the prefill plan (up to prefill_rows rows, no head or verify).
     The kinds run on whatever the buffers hold, so the KV cache is forgotten afterwards."""
     champion.gpu.write_buffer(champion.params, 0, PARAMS.pack(rows=rows, position=position))
-    plan = champion.verify_plan(rows)
+    plan = champion.prefill_plan(rows) if prefill else champion.verify_plan(rows)
     by_kind: dict[str, list] = {}
     for step in plan:
         by_kind.setdefault(kernel_kind(step.label), []).append(step)
-    by_kind["forward + verify"] = list(plan)
+    by_kind["whole forward" if prefill else "forward + verify"] = list(plan)
     profile = {}
     for kind, steps in by_kind.items():
         best = float("inf")

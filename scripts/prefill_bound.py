@@ -30,8 +30,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from champion_yardsticks import OnnxArm, WebGPUArm, shipped_shader  # noqa: E402
 
 from build_tools.recipes import default_package  # noqa: E402
-from pyodide_app.kernel_abi import PARAMS  # noqa: E402
-from pyodide_app.kernel_bench import kernel_kind  # noqa: E402
+from pyodide_app.kernel_bench import profile_by_kind  # noqa: E402
 from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
 
 ACTIVATION_LOADS = "return Block32(x[v], x[v + 1u], x[v + 2u], x[v + 3u], x[v + 4u], x[v + 5u], x[v + 6u], x[v + 7u]);"
@@ -51,27 +50,6 @@ def without_activation_loads(name: str) -> str:
     for entry in ("columns_q4_1", "columns_q8_0"):
         source = source.replace(f"    {entry}(id.x * COLUMNS);", KEEP_BINDING + f"    {entry}(id.x * COLUMNS);")
     return source
-
-
-def prefill_profile(champion, rows: int, repeats: int = 3) -> dict[str, float]:
-    """Milliseconds per row of a `rows`-row prefill forward, by kernel kind (each kind submitted alone)."""
-    champion.gpu.write_buffer(champion.params, 0, PARAMS.pack(rows=rows, position=0))
-    plan = champion.prefill_plan(rows)
-    kinds: dict[str, list] = {}
-    for step in plan:
-        kinds.setdefault(kernel_kind(step.label), []).append(step)
-    kinds["whole forward"] = list(plan)
-    profile = {}
-    for kind, steps in kinds.items():
-        best = float("inf")
-        for _ in range(repeats + 1):
-            began = time.perf_counter()
-            champion.gpu.submit(steps)
-            champion.gpu.read_buffer(champion.result, 0, 4)
-            best = min(best, time.perf_counter() - began)
-        profile[kind] = best * 1000 / rows
-    champion.forget()
-    return profile
 
 
 def main() -> None:
@@ -103,10 +81,10 @@ def main() -> None:
         print(f"| {name} | {statistics.median(times):.2f} | {statistics.median(times) / onnx:.2f} |")
     wgsl = [name for name in arms if name != "onnx"]
     rows = arms["webgpu"].champion.prefill_rows
-    profiles = {name: prefill_profile(arms[name].champion, rows) for name in wgsl}
+    profiles = {name: profile_by_kind(arms[name].champion, rows, position=0, prefill=True) for name in wgsl}
     print(f"\n{rows}-row prefill forward, ms per row\n| kind | " + " | ".join(wgsl) + " |\n|---|---|---|")
     for kind in profiles["webgpu"]:
-        print(f"| {kind} | " + " | ".join(f"{profiles[name][kind]:.2f}" for name in wgsl) + " |")
+        print(f"| {kind} | " + " | ".join(f"{profiles[name][kind]['ms'] / rows:.2f}" for name in wgsl) + " |")
 
 
 if __name__ == "__main__":
