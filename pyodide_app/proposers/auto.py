@@ -189,7 +189,8 @@ class CostPolicy:
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
         if best.source != "prompt_lookup" and lookup is not None and lookup[1]:
-            best = self.probe(lookup[0], best_rate, length) or best
+            probe = self.probe(lookup[0], best_rate, length)
+            best = best if probe == NONE else probe
         if best == NONE and neural_available and self.costs.draft_step_ms is not None:
             best = self.neural_probe(best_rate, length)
         return best
@@ -198,17 +199,17 @@ class CostPolicy:
         """The counts for matches of length n (LOOKUP_PRIOR's longest length stands for any longer one)."""
         return self.lookup[min(n, max(LOOKUP_PRIOR))]
 
-    def probe(self, n: int, best_rate: float, length: int) -> Choice | None:
+    def probe(self, n: int, best_rate: float, length: int) -> Choice:
         """A match length whose rate is unknown here (no round has drafted after such a match yet) gets one
         one-token round if that is predicted to cost less than probe_tolerance of the best choice's rate
         (none's, or the neural draft's): its outcome then moves the estimate (a success from 0.15 to 0.43
-        for n = 1) for the rounds after it. None: no probe."""
+        for n = 1) for the rounds after it. NONE: no probe (as neural_probe)."""
         stats = self.lookup_stats(n)
         if stats.reached:
-            return None
+            return NONE
         expected = stats.expected_tokens(1)
         rate = self.lookup_rate(1, expected, length)
-        return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * best_rate else None
+        return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * best_rate else NONE
 
     def neural_probe(self, none_rate: float, length: int) -> Choice:
         """While the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round where its
