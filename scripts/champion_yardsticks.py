@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -90,25 +91,41 @@ class NumpyArm:
         self.model.forward(context[-1:], self.cache, len(context) - 1).argmax(axis=-1)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+class Run(NamedTuple):
+    """A yardstick run's inputs: the package, its manifest, KV capacity (the prompt + 64), the prompt's ids."""
+
+    repeats: int
+    folder: Path
+    manifest: dict
+    capacity: int
+    prompt: list[int]
+
+
+def parse_run(description: str, repeats: int) -> Run:
+    """--model DIR (default: the default package), --prompt N tokens (default 180), --repeats R."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=Path)
     parser.add_argument("--prompt", type=int, default=180)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=repeats)
     args = parser.parse_args()
     folder = args.model or default_package()
     manifest = json.loads((folder / "manifest.json").read_text())
-    capacity = args.prompt + 64
+    prompt = [100 + (37 * i) % 5000 for i in range(args.prompt)]
+    return Run(args.repeats, folder, manifest, args.prompt + 64, prompt)
+
+
+def main() -> None:
+    run = parse_run(__doc__, repeats=5)
+    folder, manifest, capacity, prompt = run.folder, run.manifest, run.capacity, run.prompt
     arms = {
         "webgpu": WebGPUArm(folder, manifest, capacity),
         "cpu": OnnxArm(open_runtime(folder, manifest)),
         "onnx": OnnxArm(open_runtime(folder, manifest, compact=True)),
         "numpy": NumpyArm(folder, capacity),
     }
-    prompt = [100 + (37 * i) % 5000 for i in range(args.prompt)]
     ttft = {name: [] for name in arms}
     decode = {name: [] for name in arms}
-    for repeat in range(args.repeats + 1):  # the first round warms every arm up and is dropped
+    for repeat in range(run.repeats + 1):  # the first round warms every arm up and is dropped
         for name, arm in arms.items():  # interleaved: every arm sees the same machine state
             began = time.perf_counter()
             arm.first_token(prompt)
@@ -124,7 +141,7 @@ def main() -> None:
                 decode[name].extend(steps)
     gpu = arms["webgpu"].champion
     print(
-        f"prompt {args.prompt} tokens; {args.repeats} interleaved repeats; WGSL kernels: {gpu.kernel_family}, "
+        f"prompt {len(prompt)} tokens; {run.repeats} interleaved repeats; WGSL kernels: {gpu.kernel_family}, "
         f"prefill {gpu.prefill_rows} rows per forward; adapter {gpu.gpu.adapter_name}"
     )
     numpy_decode = statistics.median(decode["numpy"])

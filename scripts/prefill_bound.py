@@ -16,8 +16,6 @@ Then the 64-row prefill forward by kernel kind (ms per row) for the two WGSL arm
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 import time
@@ -27,9 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from champion_yardsticks import OnnxArm, WebGPUArm, shipped_shader  # noqa: E402
+from champion_yardsticks import OnnxArm, WebGPUArm, parse_run, shipped_shader  # noqa: E402
 
-from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.kernel_bench import profile_by_kind  # noqa: E402
 from pyodide_app.native.dense_champion import open_runtime  # noqa: E402
 
@@ -53,29 +50,22 @@ def without_activation_loads(name: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", type=Path)
-    parser.add_argument("--prompt", type=int, default=180)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    folder = args.model or default_package()
-    manifest = json.loads((folder / "manifest.json").read_text())
-    capacity = args.prompt + 64
+    run = parse_run(__doc__, repeats=3)
+    folder, manifest, capacity, prompt = run.folder, run.manifest, run.capacity, run.prompt
     arms = {
         "webgpu": WebGPUArm(folder, manifest, capacity, kernels="columns"),
         "no-loads (wrong values)": WebGPUArm(folder, manifest, capacity, without_activation_loads, "columns"),
         "onnx": OnnxArm(open_runtime(folder, manifest, compact=True)),
     }
-    prompt = [100 + (37 * i) % 5000 for i in range(args.prompt)]
     ttft = {name: [] for name in arms}
-    for repeat in range(args.repeats + 1):  # the first round warms up and is dropped
+    for repeat in range(run.repeats + 1):  # the first round warms up and is dropped
         for name, arm in arms.items():
             began = time.perf_counter()
             arm.first_token(prompt)
             if repeat:
                 ttft[name].append(time.perf_counter() - began)
     onnx = statistics.median(ttft["onnx"])
-    print(f"prompt {args.prompt} tokens, {args.repeats} interleaved repeats")
+    print(f"prompt {len(prompt)} tokens, {run.repeats} interleaved repeats")
     print("| arm | time to first token (s) | x champion.onnx |\n|---|---|---|")
     for name, times in ttft.items():
         print(f"| {name} | {statistics.median(times):.2f} | {statistics.median(times) / onnx:.2f} |")
