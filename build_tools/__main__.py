@@ -102,6 +102,7 @@ def command_bench(args) -> None:
         call_timeout_s=args.call_timeout,
         repeats=args.repeats,
         workload_name=args.workload,
+        keep_prompt_kv=args.keep_prompt_kv,
     )
     print((args.out / "table.md").read_text())
     print(f"bench -> {args.out}/bench.json, table.md, *.png ({result['wall_s'] / 60:.1f} min)")
@@ -211,6 +212,11 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--arms", help="comma-separated subset of arms (none is always needed)")
     bench.add_argument(
         "--repeats", type=int, default=1, help="rounds of every arm per prompt, interleaved; the table takes medians"
+    )
+    bench.add_argument(
+        "--keep-prompt-kv",
+        action="store_true",
+        help="rounds after a prompt's first decode from its cached KV rows (no prefill; TTFT from the first round)",
     )
     bench.add_argument(
         "--workload",

@@ -169,9 +169,19 @@ def runs_on(arm: Arm, item: dict, first_greedy: dict) -> bool:
 
 
 def run_arm(
-    page, arm: Arm, item: dict, max_tokens: int, peer_page=None, render=None, timeout_s: float = CALL_TIMEOUT_S
+    page,
+    arm: Arm,
+    item: dict,
+    max_tokens: int,
+    peer_page=None,
+    render=None,
+    timeout_s: float = CALL_TIMEOUT_S,
+    keep_kv: bool = False,
 ) -> dict:
     """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt.
+    keep_kv: the app's arm starts from the KV rows the page holds (the same prompt's, from the arm before it)
+    instead of its own prefill; its decode is timed as usual, its time to first token is not a TTFT (kept apart
+    as first_token_s, out of the TTFT medians).
     A peer that hangs yields a record with an error (Hung for the caller to see); the app's own page raises Hung."""
     if arm.name == SLOW_PEER:
         max_tokens = min(max_tokens, SLOW_PEER_TOKENS)
@@ -222,7 +232,8 @@ def run_arm(
             "load_extra_s": out["session_s"],
             "tokens_per_call": 1.0,
         }
-    call(page, "() => window.specChat.forget()", None, timeout_s)  # every arm pays its own prefill (TTFT is comparable)
+    # Every arm starts without auto's learned counts and (unless keep_kv) pays its own prefill (TTFT is comparable).
+    call(page, "(keep) => window.specChat.forget(keep)", keep_kv, timeout_s)
     out = call(page, "(req) => window.specChat.chat(req)", request, timeout_s)
     done = out["done"]
     if done is None or done.get("type") != "done":
@@ -235,9 +246,10 @@ def run_arm(
         **record,
         "tokens": done["tokens"],
         "finish": done["finish_reason"],
-        "ttft_s": out["ttft_s"],
+        **({"kv_kept": True, "ttft_s": None, "first_token_s": out["ttft_s"]} if keep_kv else {"ttft_s": out["ttft_s"]}),
         "wall_s": out["wall_s"],
         "decode_tps": (n - first) / decode_s if n > first and decode_s > 0 else None,
+        "cached_prompt_tokens": done["usage"]["cached_prompt_tokens"],
         "tokens_per_call": spec["tokens_per_champion_call"],
         "time_s": spec["time_s"],
         "reached": receipt["reached_by_position"],
@@ -311,11 +323,15 @@ def run_bench(
     call_timeout_s: float = CALL_TIMEOUT_S,
     repeats: int = 1,
     workload_name: str = "bench",
+    keep_prompt_kv: bool = False,
 ) -> dict:
     """workload_name: the prompts (WORKLOADS); strata are its strata (the independent set: its kinds).
     backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
     repeats: each prompt's arms run this many rounds back to back, the arm order reversed every other round
     (drift over a round then cancels between arms); the summary takes medians over the rounds.
+    keep_prompt_kv: rounds after a prompt's first start every app arm from the prompt's cached KV rows (no
+    prefill: a long prompt's 25 s is paid once per arm, in round 0, where TTFT is measured); decode is timed
+    as in round 0, and auto still starts each answer from its priors.
     peer_gguf_path: the GGUF the llama.cpp peer runs (default: peer_gguf(model)).
     call_timeout_s: the most one arm may take for one prompt; a peer past it is not run again (its
     later prompts record why), the app's page past it ends the run (records.jsonl keeps what ran)."""
@@ -382,7 +398,8 @@ def run_bench(
                     if arm.name in hung:
                         record = {"arm": arm.name, **item, "error": "not run: this peer hung on an earlier prompt"}
                     else:
-                        record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s)
+                        keep_kv = keep_prompt_kv and repeat > 0
+                        record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s, keep_kv)
                         if record.get("hung") and arm.peer == "wllama":  # a fresh tab and one more try
                             log(f"{arm.name} hung ({record['error']}): reopening its tab and trying once more")
                             peer_page.close()
@@ -441,6 +458,7 @@ def run_bench(
         "model": str(model),
         "max_tokens": max_tokens,
         "repeats": repeats,
+        "keep_prompt_kv": keep_prompt_kv,
         "seed": SEED,
         "settings": SETTINGS,
         "arms": [asdict(a) for a in arms],

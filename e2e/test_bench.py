@@ -87,3 +87,50 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     for plot in ("survival", "waterfall", "speedup_cdf", "break_even", "heatmap", "memory_latency"):
         assert (out / f"{plot}.png").stat().st_size > 5_000
     assert "| greedy | all (excl. repetitive) | none |" in (out / "table.md").read_text()
+
+
+def test_bench_keep_prompt_kv_decodes_later_rounds_from_the_cached_prompt(synth_package, tmp_path):
+    """--keep-prompt-kv: round 0 prefills every arm's prompt (its TTFT is measured); later rounds start from the
+    page's cached rows of the same prompt (usage.cached_prompt_tokens, through the worker's forget call), give
+    the same greedy answers, and keep no TTFT. Fails if the worker drops keepKv (nothing cached) or the bench
+    keeps the rows in round 0."""
+    out = tmp_path / "bench"
+    result = run_build_tools(
+        "bench",
+        "--model",
+        str(synth_package),
+        "--out",
+        str(out),
+        "--arms",
+        "none,auto",
+        "--strata",
+        "chat",
+        "--prompts",
+        "1",
+        "--sampled-prompts",
+        "0",
+        "--repeats",
+        "2",
+        "--keep-prompt-kv",
+        "--max-tokens",
+        "8",
+        "--backend",
+        "cpu",
+        "--call-timeout",
+        "240",
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    bench = json.loads((out / "bench.json").read_text())
+    assert bench["keep_prompt_kv"] is True
+    records = bench["records"]
+    assert {(r["arm"], r["repeat"]) for r in records} == {("none", 0), ("auto", 0), ("none", 1), ("auto", 1)}
+    for r in records:
+        assert "error" not in r, r
+        if r["repeat"] == 0:
+            assert r["cached_prompt_tokens"] == 0 and r["ttft_s"] > 0 and "kv_kept" not in r
+        else:
+            assert r["cached_prompt_tokens"] > 0 and r["ttft_s"] is None and r["kv_kept"], r
+    tokens = {(r["arm"], r["repeat"]): r["tokens"] for r in records}
+    assert len({tuple(t) for t in tokens.values()}) == 1, tokens
+    row = next(r for r in bench["summary"] if r["arm"] == "auto" and r["stratum"] == "chat")
+    assert row["ttft_s"] == next(r["ttft_s"] for r in records if r["arm"] == "auto" and r["repeat"] == 0)

@@ -58,6 +58,9 @@ class Champion(Protocol):
     def forget(self) -> None:
         """Drop every cached KV row: the next request prefills from position 0, as a new conversation does."""
 
+    def cached_rows(self, tokens: Sequence[int]) -> int:
+        """How many leading rows of `tokens` the KV cache holds already (a prefill of `tokens` skips them)."""
+
     def memory_bytes(self) -> dict[str, int]:
         """{"weights", "kv" (capacity), "scratch" (activations, logits, verify buffers)}: bytes this champion holds."""
 
@@ -188,6 +191,9 @@ class ReferenceChampion:
 
     def forget(self) -> None:
         pass
+
+    def cached_rows(self, tokens: Sequence[int]) -> int:
+        return 0  # stateless: every row is recomputed
 
     def memory_bytes(self) -> dict[str, int]:
         return {"weights": 0, "kv": 0, "scratch": 0}  # a test model in Python objects: nothing on a device

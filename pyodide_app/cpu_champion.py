@@ -76,6 +76,9 @@ class CpuChampion:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
         self.runtime.truncate(0)
 
+    def cached_rows(self, tokens: Sequence[int]) -> int:
+        return common_prefix(self.runtime.cached, tokens)
+
     def memory_bytes(self) -> dict[str, int]:
         return dict(self.memory)
 

@@ -218,13 +218,17 @@ class Engine:
             )
         return report
 
-    def forget_context(self) -> None:
-        """Forget cached prefixes (champion KV, draft KV), so the next request pays its whole prefill
-        as a fresh conversation does. Benchmarks call it between arms; answers are unaffected."""
+    def forget_context(self, keep_kv: bool = False) -> None:
+        """Forget what earlier answers leave for the next request: auto's learned counts and, unless keep_kv,
+        the cached prefixes (champion KV, draft KV), so the next request pays its whole prefill as a fresh
+        conversation does. Benchmarks call it between arms; keep_kv lets a repeated prompt skip its prefill
+        (its decode then starts from the same cached rows, bitwise, by batch invariance). Answers are unaffected."""
+        self.learned = None
+        if keep_kv:
+            return
         self.champion.forget()
         if self.draft_runtime is not None:
             self.draft_runtime.reset()
-        self.learned = None
 
     def self_test(self) -> Iterator[Wait]:
         """Steps -> the exactness self-test's report on this champion (self_test.run_self_test); cached
@@ -361,6 +365,7 @@ class Engine:
                 "prompt_tokens": len(prompt),
                 "completion_tokens": len(tokens),
                 "total_tokens": len(prompt) + len(tokens),
+                "cached_prompt_tokens": stats.cached_prompt_tokens,
             },
             "seed": request.seed,
             "speculative": {**speculative_stats(stats, request), **self._auto_stats(proposer)},

@@ -21,7 +21,7 @@ from array import array
 from typing import Callable, Sequence
 
 from .acceptance import FLOAT_RESIDUAL_FLOOR, Decision, FullRow, PointMass, ReducedRow
-from .champion import CachedPrefix, VerifyRequest
+from .champion import CachedPrefix, VerifyRequest, common_prefix
 from .errors import DeviceError, DraftNumericError, ResidualMassError, TargetNumericError
 from .gpu import Binding, Dispatch, GPUDevice, check_limits
 from .gpu_weights import FUSED_PROJECTIONS, WeightUploader, byte_range, fuse_projections, largest_binding
@@ -519,6 +519,9 @@ class GPUChampion:
     def forget(self) -> None:
         """Drop the reusable prefix: the next request prefills from position 0 (benchmarks)."""
         self.kv.clear()
+
+    def cached_rows(self, tokens: Sequence[int]) -> int:
+        return common_prefix(self.kv.tokens, tokens)
 
     def score(self, context: Sequence[int], tokens: Sequence[int]) -> list[bytes]:
         """Raw logits (f32 bytes, one row per token) of `tokens` in one call after `context`'s KV rows."""

@@ -92,6 +92,7 @@ class SpecStats:
     verify_seconds: float = 0.0  # champion verify calls (GPU work + the 20-byte read back)
     sync_seconds: float = 0.0  # part of verify_seconds spent waiting on the device (champion.wait_seconds)
     total_seconds: float = 0.0  # the whole request, prefill included
+    cached_prompt_tokens: int = 0  # prompt tokens whose KV rows the champion held already (prefill skipped them)
 
     def record(self, commit: RoundCommit) -> None:
         self.rounds += 1
@@ -293,6 +294,7 @@ class Orchestrator:
         proposer.reset()
         began = time.perf_counter()
         published = PublishedState(RequestState.start(prompt, self.config.k))
+        stats.cached_prompt_tokens = self.champion.cached_rows(prompt[:-1])
         yield from settle(self.champion.prefill(prompt[:-1]))
         while published.state.finish_reason is None:
             start = published.state

@@ -138,6 +138,9 @@ class KernelOnTable:
     def forget(self) -> None:
         pass
 
+    def cached_rows(self, tokens) -> int:
+        return 0
+
     def memory_bytes(self) -> dict[str, int]:
         return self.gpu.memory_bytes()
 

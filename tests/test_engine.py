@@ -591,6 +591,26 @@ def test_forget_context_only_drops_the_cached_prefix(synth_engine):
     assert list(synth_engine.chat(request))[-1]["tokens"] == first
 
 
+def test_forget_context_can_keep_the_kv_rows_and_forget_autos_counts(synth_engine):
+    """The bench's --keep-prompt-kv: a repeated prompt skips its prefill (usage counts the cached rows) and
+    gives the same answer; what auto learned is forgotten either way, so each arm starts from the priors."""
+    request = {
+        "messages": [{"role": "user", "content": "the capital of france is paris. the capital of"}],
+        "max_tokens": 12,
+        "temperature": 0,
+        "speculative": {"proposer": "auto", "k": 3},
+    }
+    synth_engine.forget_context()
+    fresh = list(synth_engine.chat(request))[-1]
+    assert fresh["usage"]["cached_prompt_tokens"] == 0 and synth_engine.learned is not None
+    synth_engine.forget_context(keep_kv=True)
+    assert synth_engine.learned is None
+    repeated = list(synth_engine.chat(request))[-1]
+    assert repeated["usage"]["cached_prompt_tokens"] == fresh["usage"]["prompt_tokens"] - 1  # all but the frontier
+    assert repeated["tokens"] == fresh["tokens"]
+    assert repeated["speculative"]["auto"]["earlier_rounds"] == 0
+
+
 def test_memory_report_counts_what_each_champion_holds(synth_package):
     """The float32 CPU champion holds float32 copies of every weight (4 bytes per value); the compact one
     holds its MatMulNBits graph; the WebGPU one its repacked buffers. (Before the Champion protocol had

@@ -555,7 +555,9 @@ window.specChat = {
   },
   kernel: (repeats) => engine.call("kernel", { repeats }),
   profile: (rows, repeats) => engine.call("profile", { rows, repeats }),  // ms per kernel kind (WebGPU only)
-  forget: () => engine.call("forget"),  // the next request prefills from scratch, like a fresh conversation
+  // The next request starts like a fresh conversation: auto's counts forgotten, and (unless keepKv) its prefill
+  // from scratch; keepKv keeps the cached KV rows, so a repeated prompt skips its prefill.
+  forget: (keepKv = false) => engine.call("forget", { keepKv }),
   peer: (backend, req) => engine.call("peer", { backend, request: req }),
 };
 

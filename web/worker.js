@@ -4,7 +4,7 @@
 //
 // main -> worker: {type: "load", kMax, context} | {type: "chat", id, request} | {type: "stop"}
 //                 {type: "fit", id, messages, room} | {type: "selfTest", id}
-//                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request} | {type: "forget", id}
+//                 benchmarks: {type: "kernel", id, repeats} | {type: "peer", id, backend, request} | {type: "forget", id, keepKv}
 // worker -> main: {type: "progress", phase, done, total} | {type: "ready", info} | {type: "fatal", message}
 //                 {type: "event", id, event} | {type: "chat-end", id} | {type: "result", id, value | error}
 
@@ -381,7 +381,7 @@ async function selfTest() {
 }
 
 // Calls the page (fit, selfTest) and the bench (window.specChat) make; each answers with one result message.
-const CALLS = { fit, selfTest, kernel, profile, peer, forget: async () => { engine.forget_context(); return true; } };
+const CALLS = { fit, selfTest, kernel, profile, peer, forget: async ({ keepKv }) => { engine.forget_context(Boolean(keepKv)); return true; } };
 
 let queue = Promise.resolve();
 self.onmessage = (message) => {
