@@ -151,7 +151,12 @@ def outcome(record: dict) -> str:
     if "error" in record:
         return f"error {record['error']}"
     tokens = record.get("n_tokens", len(record.get("tokens", [])))
-    return f"{tokens} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, TTFT {record['ttft_s'] or 0:.2f} s"
+    first = (
+        f"first token {record['first_token_s']:.2f} s ({record['cached_prompt_tokens']} prompt tokens cached)"
+        if record.get("kv_kept")
+        else f"TTFT {record['ttft_s'] or 0:.2f} s"
+    )
+    return f"{tokens} tokens, decode {record['decode_tps'] or 0:.2f} tok/s, {first}"
 
 
 def open_peer_page(context, url: str):

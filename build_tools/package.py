@@ -256,6 +256,9 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         agreement = draft.prebuilt.agreement if draft.prebuilt is not None else None
         if agreement is not None:  # the auto scheduler's prior for the draft's acceptance
             draft_entry["agreement"] = agreement
+        later = draft.prebuilt.later_agreement if draft.prebuilt is not None else None
+        if later is not None:  # its prior for positions after the first
+            draft_entry["later_agreement"] = later
         stop = draft.prebuilt.provenance.get("calibration", {}).get("stop_entropy_bits") if draft.prebuilt else None
         if stop is not None:  # the neural proposer ends a proposal before a draft row more uncertain than this
             draft_entry["stop_entropy_bits"] = stop

@@ -34,6 +34,12 @@ class PrebuiltDraft:
         independent = self.provenance.get("independent_evaluation", {}).get("greedy_agreement")
         return independent if independent is not None else self.provenance.get("evaluation", {}).get("overall")
 
+    @property
+    def later_agreement(self) -> float | None:
+        """Its greedy agreement at a position right after one it agreed at (the scheduler's prior for draft
+        positions after the first), on the independent evaluation set; None where not measured."""
+        return self.provenance.get("independent_evaluation", {}).get("greedy_agreement_after_agreement")
+
 
 def is_prebuilt(path: Path) -> bool:
     return path.is_dir() and (path / "draft.json").exists()

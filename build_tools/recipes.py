@@ -123,7 +123,9 @@ def default_package() -> Path:
         provenance = draft.provenance
         if manifest["identity"]["draft_weights"] != provenance["draft_onnx_sha256"]:
             raise ManifestError(str(model), "built with another draft")
-        if manifest["draft"].get("agreement") != draft.agreement:
+        if manifest["draft"].get("agreement") != draft.agreement or (
+            manifest["draft"].get("later_agreement") != draft.later_agreement
+        ):
             raise ManifestError(str(model), "built with another measured agreement of the draft")
         if manifest["draft"].get("stop_entropy_bits") != provenance.get("calibration", {}).get("stop_entropy_bits"):
             raise ManifestError(str(model), "built before the draft's calibrated stop")

@@ -270,7 +270,8 @@ class Engine:
                 if self.draft_runtime is None
                 else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             )
-            policy = CostPolicy(None, self.neural_prior(), self._earlier(request, prompt))  # costs: set later
+            first, later = self.neural_priors()
+            policy = CostPolicy(None, first, self._earlier(request, prompt), neural_later=later)  # costs: set later
             return AutoProposer(policy, neural)
         if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
@@ -290,10 +291,16 @@ class Engine:
         earlier_prompt, learned = self.learned
         return learned if tuple(prompt[: len(earlier_prompt)]) == earlier_prompt else None
 
-    def neural_prior(self) -> float:
-        """The draft's measured greedy agreement with the champion (its package), else a default."""
-        value = (self.manifest.get("draft") or {}).get("agreement")
-        return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else NEURAL_PRIOR
+    def neural_priors(self) -> tuple[float, float | None]:
+        """The draft's measured greedy agreement with the champion (its package; else a default), and its
+        agreement right after an agreeing position (None where the package does not say: the first again)."""
+        draft = self.manifest.get("draft") or {}
+
+        def rate(key: str) -> float | None:
+            value = draft.get(key)
+            return float(value) if isinstance(value, (int, float)) and 0 < value < 1 else None
+
+        return rate("agreement") or NEURAL_PRIOR, rate("later_agreement")
 
     def _costs_then(self, proposer: AutoProposer, settings: SamplingSettings, prompt_tokens: int, events):
         """Measure the device's costs once per kind of sampling (at its first auto request), and the cost of

@@ -4,6 +4,8 @@ never trained on: tests/test_draft_eval.py), teacher-forced on the champion's ow
 
 At each answer position t, with the champion's row p and the draft's q (both after the answer so far):
   greedy agreement     1 if the draft's temperature-0 token is the champion's greedy token;
+  ... after agreement  the same at t + 1 given agreement at t, counting a row above the draft's entropy stop as
+                       a miss (what a second draft token of a round meets: the auto scheduler's later prior);
   sampled acceptance   sum_x min(p(x), q(x)) at the bench's sampled settings (temperature 0.7, top-p 0.9 for
                        the champion, temperature 0.7 for the draft): the chance a drafted token is accepted.
 Prints per kind and overall; --write records the result in the draft's provenance.json.
@@ -32,8 +34,9 @@ from pyodide_app.processors import process_row  # noqa: E402
 from scripts.draft_calibration import SAMPLED, answer_rows, draft_rows, greedy_answer  # noqa: E402
 
 
-def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, float]]:
-    """(greedy agreement, sampled acceptance) at each position of the champion's greedy answer."""
+def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, float, bool]]:
+    """(greedy agreement, sampled acceptance, under the entropy stop) at each position of the champion's greedy
+    answer."""
     ids = engine.encode_prompt(messages)
     answer = greedy_answer(engine, messages, tokens)
     if not answer:
@@ -45,15 +48,28 @@ def item_points(engine, messages: list[dict], tokens: int) -> list[tuple[float, 
     points = []
     for t, token in enumerate(answer):
         p = np.asarray(process_row(logits[t], SAMPLED, ids + answer[:t]), np.float64)
-        points.append((float(greedy[t][0] == token), float(np.minimum(p, sampled[t][1]).sum())))
+        under_stop = engine.stop_bits is None or greedy[t][2] <= engine.stop_bits
+        points.append((float(greedy[t][0] == token), float(np.minimum(p, sampled[t][1]).sum()), under_stop))
     return points
+
+
+def after_agreement(items: list[list[tuple[float, float, bool]]]) -> tuple[int, int]:
+    """(positions t + 1 agreed and under the stop, positions t agreed and under the stop), over consecutive
+    positions of each item: how often a round's next draft token passes once its previous one did."""
+    hits = tries = 0
+    for points in items:
+        for (agreed, _, drafted), (next_agreed, _, next_drafted) in zip(points, points[1:]):
+            passed = bool(agreed) and drafted
+            tries += passed
+            hits += passed and bool(next_agreed) and next_drafted
+    return hits, tries
 
 
 def summary(points: list[tuple[float, float]]) -> dict:
     return {
         "tokens": len(points),
-        "greedy": float(np.mean([g for g, _ in points])),
-        "sampled": float(np.mean([s for _, s in points])),
+        "greedy": float(np.mean([g for g, _, _ in points])),
+        "sampled": float(np.mean([s for _, s, _ in points])),
     }
 
 
@@ -66,19 +82,24 @@ def main() -> None:
     engine = load_engine(args.model or default_package(), backend="cpu")
     items = independent_items()
     by_kind: dict[str, list] = defaultdict(list)
+    per_item = []
     started = time.perf_counter()
     for item in items:
         points = item_points(engine, item["messages"], args.tokens)
         by_kind[item["kind"]] += points
-        print(f"{item['id']}: {len(points)} tokens, greedy {np.mean([g for g, _ in points]):.2f}", flush=True)
+        per_item.append(points)
+        print(f"{item['id']}: {len(points)} tokens, greedy {np.mean([g for g, _, _ in points]):.2f}", flush=True)
     everything = [p for points in by_kind.values() for p in points]
+    hits, tries = after_agreement(per_item)
     result = {
         "file": str(INDEPENDENT.relative_to(ROOT)),
         "sha256": independent_sha256(),
         "prompts": len(items),
         "tokens": len(everything),
-        "greedy_agreement": float(np.mean([g for g, _ in everything])),
-        "sampled_acceptance_t0_7": float(np.mean([s for _, s in everything])),
+        "greedy_agreement": float(np.mean([g for g, _, _ in everything])),
+        "greedy_agreement_after_agreement": hits / tries,
+        "after_agreement_positions": tries,
+        "sampled_acceptance_t0_7": float(np.mean([s for _, s, _ in everything])),
         "per_kind": {kind: summary(points) for kind, points in sorted(by_kind.items())},
         "measured_by": f"scripts/draft_eval.py --tokens {args.tokens} ({time.strftime('%Y-%m-%d')}): teacher-forced "
         "on the champion's greedy answers; sampled = sum min(p, q) at temperature 0.7, top-p 0.9",
@@ -87,6 +108,7 @@ def main() -> None:
     for kind, row in result["per_kind"].items():
         print(f"| {kind} | {row['tokens']} | {row['greedy']:.3f} | {row['sampled']:.3f} |")
     print(f"| all | {result['tokens']} | {result['greedy_agreement']:.3f} | {result['sampled_acceptance_t0_7']:.3f} |")
+    print(f"greedy agreement after an agreeing position (under the stop): {hits}/{tries} = {hits / tries:.3f}")
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.write:
         path = args.write / "provenance.json"

@@ -95,3 +95,17 @@ def test_the_shipped_drafts_measurement_is_of_this_exact_file():
     recorded = json.loads(SHIPPED.read_text())["independent_evaluation"]
     assert recorded["sha256"] == hashlib.sha256(EVAL_SET.read_bytes()).hexdigest()
     assert recorded["prompts"] == len(items()) and 0 < recorded["greedy_agreement"] < 1
+
+
+def test_agreement_after_agreement_counts_streaks_within_an_answer():
+    """The auto scheduler's later prior for the draft: of the positions right after one that agreed under the
+    entropy stop, the share that agree under it too. Fails if a stopped row counts as agreeing (either side of a
+    pair), if pairs run across two answers, or if the denominator is every position."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from scripts.draft_eval import after_agreement
+
+    one = [(1.0, 0, True), (1.0, 0, True), (1.0, 0, False), (0.0, 0, True), (1.0, 0, True)]  # hit, hit, stopped, miss
+    two = [(0.0, 0, True), (1.0, 0, True)]  # a pair across the two answers (1.0 then 0.0) must not count
+    assert after_agreement([one, two]) == (1, 2)

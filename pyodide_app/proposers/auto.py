@@ -18,8 +18,11 @@ V(T) (verify time of T rows, with a rejection and, when sampling, its residual s
 row: 0 when greedy), key (a row's cost per context token beyond the 64 V was timed after; used by requests
 with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from a CostModel fixed
 for the request's kind of sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
-scripts/auto_priors.py), the neural draft from its package's measured agreement. The highest rate wins; ties
-go to none, then lookup, then neural, then the shorter k. When none or the neural draft wins and the current
+scripts/auto_priors.py), the neural draft from its package's measured agreement: at its first position the
+teacher-forced agreement, at later ones (since version 9) the larger of its agreement right after an agreeing
+position and a_0's current estimate (0.345 and 0.38 for the shipped draft; the draft agrees in streaks; with one
+prior for every position auto drafted one neural token a round where hybrid's four paid). The highest rate wins;
+ties go to none, then lookup, then neural, then the shorter k. When none or the neural draft wins and the current
 match's length has not been drafted after in this request (or conversation), a one-token lookup round probes it
 if predicted to be at most PROBE_TOLERANCE slower than the winner (against the draft since version 8: its prior
 0.345 beat every 1-token match's 0.15, so on summaries auto drafted neurally where such matches were right);
@@ -50,7 +53,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 8
+AUTO_POLICY_VERSION = 9
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -90,10 +93,14 @@ class Policy(Protocol):
 
 class PositionStats:
     """Acceptance by draft position with a Beta prior: a_j = (accepted_j + W prior_j) / (reached_j + W);
-    prior_j = first for position 0, then later."""
+    prior_j = first for position 0, then later. streaks: a later position's prior is at least position 0's
+    current estimate a_0 (the neural draft: it agrees in streaks, so a draft right here so far is likely right
+    further on too; without it a neural round of 2 never won from the priors, its second position was never
+    counted, and auto drafted one token a round however often the draft was right)."""
 
-    def __init__(self, first: float, later: float | None = None):
+    def __init__(self, first: float, later: float | None = None, streaks: bool = False):
         self.first, self.later = first, first if later is None else later
+        self.streaks = streaks
         self.reached: list[int] = []
         self.accepted: list[int] = []
 
@@ -105,6 +112,8 @@ class PositionStats:
         reached = self.reached_at(position)
         accepted = self.accepted[position] if position < len(self.accepted) else 0
         prior = self.first if position == 0 else self.later
+        if position and self.streaks:
+            prior = max(prior, self.rate(0))
         return (accepted + PRIOR_WEIGHT * prior) / (reached + PRIOR_WEIGHT)
 
     def expected_tokens(self, k: int) -> float:
@@ -116,7 +125,7 @@ class PositionStats:
         return total
 
     def copy(self) -> "PositionStats":
-        twin = PositionStats(self.first, self.later)
+        twin = PositionStats(self.first, self.later, self.streaks)
         twin.reached, twin.accepted = list(self.reached), list(self.accepted)
         return twin
 
@@ -149,11 +158,14 @@ class CostPolicy:
         neural_prior: float = NEURAL_PRIOR,
         earlier: Learned | None = None,
         probe_tolerance: float = PROBE_TOLERANCE,
+        neural_later: float | None = None,
     ):
-        """earlier: counts from this conversation's earlier answers to start from (else the priors alone);
-        probe_tolerance 0: never probe (the rate formula alone)."""
+        """neural_prior: the draft's acceptance at its first position; neural_later: at each later position
+        given the ones before it passed (None: neural_prior). earlier: counts from this conversation's earlier
+        answers to start from (else the priors alone); probe_tolerance 0: never probe (the rate formula alone)."""
         self.costs = costs
         self.neural_prior = neural_prior
+        self.neural_later = neural_later
         self.probe_tolerance = probe_tolerance
         self.earlier = earlier
         self.reset()
@@ -162,7 +174,7 @@ class CostPolicy:
         """Start from the earlier answers' counts (a copy), else from the priors alone."""
         if self.earlier is None:
             priors = {n: PositionStats(*prior) for n, prior in LOOKUP_PRIOR.items()}
-            start = Learned(priors, PositionStats(self.neural_prior), 0)
+            start = Learned(priors, PositionStats(self.neural_prior, self.neural_later, streaks=True), 0)
         else:
             start = self.earlier.copy()
         self.lookup, self.neural, self.rounds = start.lookup, start.neural, start.rounds
