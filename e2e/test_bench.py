@@ -9,35 +9,35 @@ from build_tools.gguf_source import default_champion_path
 from tests.conftest import run_build_tools
 
 
-def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
-    out = tmp_path / "bench"
-    # The llama.cpp peer runs the real SmolLM2 GGUF: wllama 3.8.1 fails ("out-of-bounds Uint8Array") streaming the
-    # synthetic model's byte-garbage tokens. Its speed, not its agreement, is what this test can check.
+def run_bench(synth_package, out, *options: str) -> dict:
+    """`build_tools bench` on the synthetic package with 8-token answers -> its bench.json. A hung arm fails the run
+    in minutes, naming itself (--call-timeout 240)."""
     result = run_build_tools(
         "bench",
         "--model",
         str(synth_package),
         "--out",
         str(out),
-        "--prompts",
-        "1",
-        "--sampled-prompts",
-        "1",
         "--max-tokens",
         "8",
-        "--strata",
-        "chat,repetitive",
-        "--kernel-repeats",
-        "1",
-        "--peer-gguf",
-        str(default_champion_path()),
-        "--backend",
-        "webgpu",  # the kernel sweep needs WebGPU
         "--call-timeout",
         "240",
-    )  # a hung arm fails the run in minutes, naming itself
+        *options,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    bench = json.loads((out / "bench.json").read_text())
+    return json.loads((out / "bench.json").read_text())
+
+
+def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
+    out = tmp_path / "bench"
+    # The llama.cpp peer runs the real SmolLM2 GGUF: wllama 3.8.1 fails ("out-of-bounds Uint8Array") streaming the
+    # synthetic model's byte-garbage tokens. Its speed, not its agreement, is what this test can check.
+    bench = run_bench(
+        synth_package,
+        out,
+        *("--prompts", "1", "--sampled-prompts", "1", "--strata", "chat,repetitive", "--kernel-repeats", "1"),
+        *("--peer-gguf", str(default_champion_path()), "--backend", "webgpu"),  # the kernel sweep needs WebGPU
+    )
     arms = {a["name"] for a in bench["arms"]}
     assert {
         "none",
@@ -61,7 +61,7 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     assert bench["auto"]["greedy"]["costs"]["row_ms"] == 0
     assert all(" on " in r["auto_chose"] for r in bench["records"] if r["arm"] == "auto")  # what auto did, per answer
     errors = [r for r in bench["records"] if "error" in r]
-    assert not errors, (errors, result.stdout[-3000:])
+    assert not errors, errors
     greedy = {
         (r["arm"], r["prompt"]): r["tokens"] for r in bench["records"] if r["setting"] == "greedy" and "tokens" in r
     }
@@ -94,33 +94,12 @@ def test_bench_keep_prompt_kv_decodes_later_rounds_from_the_cached_prompt(synth_
     page's cached rows of the same prompt (usage.cached_prompt_tokens, through the worker's forget call), give
     the same greedy answers, and keep no TTFT. Fails if the worker drops keepKv (nothing cached) or the bench
     keeps the rows in round 0."""
-    out = tmp_path / "bench"
-    result = run_build_tools(
-        "bench",
-        "--model",
-        str(synth_package),
-        "--out",
-        str(out),
-        "--arms",
-        "none,auto",
-        "--strata",
-        "chat",
-        "--prompts",
-        "1",
-        "--sampled-prompts",
-        "0",
-        "--repeats",
-        "2",
-        "--keep-prompt-kv",
-        "--max-tokens",
-        "8",
-        "--backend",
-        "cpu",
-        "--call-timeout",
-        "240",
+    bench = run_bench(
+        synth_package,
+        tmp_path / "bench",
+        *("--arms", "none,auto", "--strata", "chat", "--prompts", "1", "--sampled-prompts", "0"),
+        *("--repeats", "2", "--keep-prompt-kv", "--backend", "cpu"),
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    bench = json.loads((out / "bench.json").read_text())
     assert bench["keep_prompt_kv"] is True
     records = bench["records"]
     assert {(r["arm"], r["repeat"]) for r in records} == {("none", 0), ("auto", 0), ("none", 1), ("auto", 1)}
