@@ -58,14 +58,14 @@ def after_agreement(items: list[list[tuple[float, float, bool]]]) -> tuple[int, 
     positions of each item: how often a round's next draft token passes once its previous one did."""
     hits = tries = 0
     for points in items:
-        for (agreed, _, drafted), (next_agreed, _, next_drafted) in zip(points, points[1:]):
-            passed = bool(agreed) and drafted
+        for (agreed, _, under_stop), (next_agreed, _, next_under_stop) in zip(points, points[1:]):
+            passed = bool(agreed) and under_stop
             tries += passed
-            hits += passed and bool(next_agreed) and next_drafted
+            hits += passed and bool(next_agreed) and next_under_stop
     return hits, tries
 
 
-def summary(points: list[tuple[float, float]]) -> dict:
+def summary(points: list[tuple[float, float, bool]]) -> dict:
     return {
         "tokens": len(points),
         "greedy": float(np.mean([g for g, _, _ in points])),
