@@ -262,7 +262,7 @@ def run_arm(
         "proposed": spec["proposed"],
         "accepted": spec["accepted"],
         "fallback": spec["fallback_code"],
-        **({"auto_chose": spec["auto"]["chose"]} if spec.get("auto") else {}),
+        **({"auto_chose": spec["auto"]["chose"], "auto_costs": spec["auto"]["costs"]} if spec.get("auto") else {}),
     }
 
 

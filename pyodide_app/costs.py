@@ -13,12 +13,17 @@ says: key_ms, the ms per verified row per context token beyond the 64 of the mea
 verify calls at T = 1 and T_max after LONG_CONTEXT tokens, measured once per engine at its first auto request
 whose prompt is that long (short chats never pay for it). The measurement runs as Steps (waits.py), so the
 browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
+
+LiveCosts refines a measurement from published rounds' timings (greedy auto requests: their tokens do not
+depend on the choices, so choices may follow the clock).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, replace
+from statistics import median
 from typing import Generator, Sequence
 
 from .acceptance import PointMass
@@ -31,6 +36,8 @@ MEASURED_ROWS = (1, 2, 3, 5, 9)
 GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
 LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
+LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
+LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,70 @@ class CostModel:
             "row_ms": round(self.row_ms, 3),
             "key_ms": round(self.key_ms, 6),
         }
+
+
+@dataclass(frozen=True)
+class RoundTiming:
+    """One published round as timed by the orchestrator (what LiveCosts learns from)."""
+
+    rows: int  # verified rows T (the round's drafts + 1)
+    read: int  # rows the round's decision read (accepted drafts + 1)
+    context: int  # tokens before the round
+    verify_ms: float  # the champion's verify call
+    draft_steps: int  # neural draft steps the proposal ran (0: prompt lookup or none)
+    draft_ms: float  # the proposal
+
+
+class LiveCosts:
+    """A measured CostModel refined from published rounds' timings (greedy auto requests, see engine.py).
+
+    Each round's verify time, less the row processing and context terms the model adds back
+    (row_ms, key_ms), is a sample of V(T) at its row count T. A row count with LIVE_MIN_ROUNDS samples
+    takes the median of its last LIVE_WINDOW. One with fewer takes its measurement, scaled down when
+    recent rounds ran faster than measured (pace: the median ratio of recent samples to the measurement;
+    a busy neighbour can inflate a measurement's minute: a 2026-12-02 page load measured sampled V(1)
+    96 ms where that bench's rounds took 69) but never up: a slower pace may be the observed row
+    counts' own shape (rows dearer than measured), and pricing the untried choice at most at its
+    measurement gets it tried, and so timed; but never below a smaller row count's live time (more rows
+    never cost less: without that floor, V(2) seen at 80 ms beside a measured V(3) of 54 had auto try
+    three rows next). The draft step D: the median of recent neural rounds' ms per draft step, once there
+    are LIVE_MIN_ROUNDS."""
+
+    def __init__(self, measured: CostModel):
+        self.measured = measured
+        self.verify: dict[int, deque[float]] = {}  # T -> recent V(T) samples, ms
+        self.pace: deque[float] = deque(maxlen=LIVE_WINDOW)  # recent samples / the measured V(T)
+        self.draft: deque[float] = deque(maxlen=LIVE_WINDOW)  # recent ms per neural draft step
+
+    def record(self, timing: RoundTiming, key_ms: float = 0.0) -> None:
+        """Learn from one round; key_ms: the context price the request's model used (0: none)."""
+        m = self.measured
+        rows = min(timing.rows, len(m.verify_ms))
+        extra = (timing.read - 1) * m.row_ms + timing.rows * max(0, timing.context - len(CONTEXT)) * key_ms
+        sample = max(0.0, timing.verify_ms - extra)
+        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append(sample)
+        self.pace.append(sample / m.verify_ms[rows - 1])
+        if timing.draft_steps and m.draft_step_ms is not None:
+            self.draft.append(timing.draft_ms / timing.draft_steps)
+
+    def model(self, key_ms: float = 0.0) -> CostModel:
+        """The refined CostModel (the measurement itself before any round), pricing context by key_ms."""
+        m = self.measured
+        pace = min(1.0, median(self.pace)) if self.pace else 1.0
+        verify, floor = [], 0.0  # floor: the dearest fewer rows seen live (more rows never cost less)
+        for rows, measured in enumerate(m.verify_ms, start=1):
+            samples = self.verify.get(rows, ())
+            if len(samples) >= LIVE_MIN_ROUNDS:
+                verify.append(median(samples))
+                floor = max(floor, verify[-1])
+            else:
+                verify.append(max(measured * pace, floor))
+        draft = median(self.draft) if len(self.draft) >= LIVE_MIN_ROUNDS else m.draft_step_ms
+        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, key_ms=key_ms)
+
+    def rounds(self) -> int:
+        """Rounds learned from (all row counts, within the windows)."""
+        return sum(len(samples) for samples in self.verify.values())
 
 
 def cost_kind(settings: SamplingSettings) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
-from .costs import LONG_CONTEXT, CostModel, cost_kind, measure_costs, measure_key_ms
+from .costs import LONG_CONTEXT, CostModel, LiveCosts, cost_kind, measure_costs, measure_key_ms
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
@@ -197,6 +197,8 @@ class Engine:
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
         self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
+        self.live: LiveCosts | None = None  # the greedy costs, refined by every greedy auto round since
+        self.refine_costs = True  # False: greedy requests keep the measurement as well (tests that fix the costs)
         self.key_ms: float | None = None  # costs.measure_key_ms, at the first auto request of >= LONG_CONTEXT tokens
         # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
         # that prompt (the same conversation, a later turn) starts from those counts.
@@ -315,7 +317,14 @@ class Engine:
             self.key_ms = yield from measure_key_ms(self.champion, self.k_max + 1)
         # Only a long prompt's request prices context (a short one's choices never depend on whether a long
         # one came first, so a seeded short request stays reproducible across the engine's life).
-        proposer.policy.costs = replace(self.costs[kind], key_ms=self.key_ms if long else 0.0)
+        key_ms = self.key_ms if long else 0.0
+        if settings.greedy and self.refine_costs:  # its tokens are the champion's whatever auto chooses: learn live
+            if self.live is None:
+                self.live = LiveCosts(self.costs[kind])
+            proposer.policy.live = self.live
+            proposer.policy.costs = self.live.model(key_ms)
+        else:  # a sampled request's choices steer its seeded draws: the fixed measurement, so its seed replays it
+            proposer.policy.costs = replace(self.costs[kind], key_ms=key_ms)
         yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:
@@ -375,15 +384,16 @@ class Engine:
                 "cached_prompt_tokens": stats.cached_prompt_tokens,
             },
             "seed": request.seed,
-            "speculative": {**speculative_stats(stats, request), **self._auto_stats(proposer)},
+            "speculative": {**speculative_stats(stats, request), **self._auto_stats(proposer, request.sampling)},
             "receipt": self.receipt(request, prompt, tokens, end),
             "error": error,
         }
 
-    def _auto_stats(self, proposer) -> dict:
+    def _auto_stats(self, proposer, settings: SamplingSettings) -> dict:
         if not isinstance(proposer, AutoProposer):
             return {}
-        earlier = proposer.policy.earlier
+        policy = proposer.policy
+        earlier, measured = policy.earlier, self.costs.get(cost_kind(settings))
         return {
             "auto": {
                 "policy_version": AUTO_POLICY_VERSION,
@@ -391,7 +401,9 @@ class Engine:
                 "rounds": dict(proposer.rounds),
                 "draft_failed": proposer.neural_failed,
                 "earlier_rounds": earlier.rounds if earlier else 0,  # rounds of earlier answers it learned from
-                "costs": proposer.policy.costs.summary() if proposer.policy.costs else None,
+                "costs": policy.costs.summary() if policy.costs else None,  # what its last round was chosen by
+                "measured_costs": measured.summary() if measured else None,  # the engine's measurement of its kind
+                "live_rounds": policy.live.rounds() if policy.live else 0,  # recent rounds refining them (greedy)
             }
         }
 

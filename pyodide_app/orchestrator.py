@@ -212,7 +212,8 @@ class Orchestrator:
         self.stats.champion_calls += 1
         waited = self.champion.wait_seconds
         decision = yield from settle(self.champion.verify(request))
-        self.stats.verify_seconds += time.perf_counter() - proposed_at
+        verified_at = time.perf_counter()
+        self.stats.verify_seconds += verified_at - proposed_at
         self.stats.sync_seconds += self.champion.wait_seconds - waited
         check_decision(decision, len(proposal.tokens), self.champion.vocab_size)
         self._checkpoint(FaultPoint.AFTER_VERIFY)
@@ -233,6 +234,8 @@ class Orchestrator:
             accepted=decision.accepted,
             emitted=emitted,
             successor=successor,
+            draft_ms=(proposed_at - began) * 1000,
+            verify_ms=(verified_at - proposed_at) * 1000,
         )
         return commit
 
@@ -306,7 +309,7 @@ class Orchestrator:
                 published.publish(commit)
                 observe = getattr(proposer, "observe", None)  # schedulers (proposers/auto.py) learn from it
                 if observe is not None:
-                    observe(commit.proposed, commit.accepted)
+                    observe(commit)
             except Cancelled:
                 published.close(FINISH_CANCELLED)
                 break

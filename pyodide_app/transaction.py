@@ -14,7 +14,7 @@ unfinished request; context[-1] is the frontier, which has no KV row yet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .errors import StalePublication
 
@@ -55,6 +55,8 @@ class RoundCommit:
     accepted: int  # drafts accepted by the verifier (before stop truncation)
     emitted: tuple[int, ...]  # tokens appended to the output
     successor: RequestState
+    draft_ms: float = field(default=0.0, compare=False)  # the round's proposal, wall time (not its decision)
+    verify_ms: float = field(default=0.0, compare=False)  # the round's champion verify call, wall time
 
 
 def stage_kv(start: RequestState, emitted: tuple[int, ...]) -> int:

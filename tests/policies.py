@@ -30,7 +30,7 @@ class ContextHashPolicy:
         cap = min(k_cap, len(lookup[1])) if source == "prompt_lookup" else k_cap
         return Choice(source, 1 + (h >> 8) % cap, lookup[0] if source == "prompt_lookup" else 0)
 
-    def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
+    def observe(self, choice: Choice, proposed: int, accepted: int, timing=None) -> None:
         self.observed.append((choice.source, proposed, accepted))
 
     def reset(self) -> None:

@@ -10,7 +10,18 @@ from __future__ import annotations
 import pytest
 
 from pyodide_app import costs as costs_module
-from pyodide_app.costs import LONG_CONTEXT, cost_kind, fixed_costs, interpolate, measure_costs, measure_key_ms
+from pyodide_app.costs import (
+    LIVE_MIN_ROUNDS,
+    LIVE_WINDOW,
+    LONG_CONTEXT,
+    LiveCosts,
+    RoundTiming,
+    cost_kind,
+    fixed_costs,
+    interpolate,
+    measure_costs,
+    measure_key_ms,
+)
 from pyodide_app.errors import DraftRuntimeError
 from pyodide_app.processors import SamplingSettings
 from pyodide_app.proposers.auto import (
@@ -228,6 +239,56 @@ def test_a_neural_draft_that_agrees_drafts_further():
     for _ in range(2):  # the second token rejected, twice: its counts take over from the prior
         failing.observe(Choice("neural", 2), proposed=2, accepted=1)
     assert failing.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
+
+
+def timed(rows: int, verify_ms: float, read: int = 1, context: int = 64, steps: int = 0, draft_ms: float = 0.0):
+    return RoundTiming(rows, read, context, verify_ms, steps, draft_ms)
+
+
+def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
+    """LiveCosts: a row count's own rounds (less the row processing and context the model adds back) take
+    over from the measurement after LIVE_MIN_ROUNDS; an untried row count follows a faster pace, never a
+    slower one; a window forgets old rounds; the draft step comes from neural rounds' ms per step."""
+    measured = fixed_costs([96.0, 97.0, 100.0], 3.0, row_ms=10.0, key_ms=0.01)
+    live = LiveCosts(measured)
+    assert live.model(key_ms=0.01) == measured
+    for ms in (70.0, 68.0):
+        live.record(timed(1, ms))
+    model = live.model()
+    assert model.verify_ms[0] == pytest.approx(96.0 * 69 / 96) and model.verify_ms[2] == pytest.approx(100 * 69 / 96)
+    live.record(timed(1, 69.0))
+    assert LIVE_MIN_ROUNDS == 3 and live.model().verify(1) == 69.0  # its own median now
+    for _ in range(3):  # two rows read (one more processed, 10 ms), 564 tokens before it (500 more, 0.01 ms each)
+        live.record(timed(2, 92.0 + 10.0 + 2 * 500 * 0.01, read=2, context=564), key_ms=0.01)
+    assert live.model().verify(2) == pytest.approx(92.0)
+    slower = LiveCosts(measured)
+    for _ in range(3):  # rows dearer than measured: an untried smaller row count keeps its measurement
+        slower.record(timed(2, 150.0))
+    assert slower.model().verify_ms == (96.0, 150.0, 150.0)  # and three rows cost no less than two
+    for _ in range(LIVE_WINDOW):  # the machine sped up: the window holds only the recent rounds
+        live.record(timed(1, 50.0))
+    assert live.model().verify(1) == 50.0 and live.rounds() == LIVE_WINDOW + 3
+    assert live.model().draft_step_ms == 3.0
+    for _ in range(3):
+        live.record(timed(3, 100.0, steps=2, draft_ms=9.0))
+    assert live.model().draft_step_ms == 4.5 and live.model(key_ms=0.02).key_ms == 0.02
+
+
+def test_auto_stops_drafting_when_live_rounds_show_rows_dearer_than_measured():
+    """A measurement that made a second row nearly free (52 vs 50 ms) has auto draft neurally; rounds of two
+    rows that take 80 ms move V(2) to 80, and none wins. Without live refinement the draft would go on."""
+    measured = fixed_costs([50.0, 52.0, 54.0, 56.0, 58.0], 3.0)
+    policy = CostPolicy(measured, 0.345, live=LiveCosts(measured))
+    fixed = CostPolicy(measured, 0.345)
+    for _ in range(3):
+        for each in (policy, fixed):
+            assert each.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
+    for accepted in (1, 0, 0):  # about the prior's rate
+        for each in (policy, fixed):
+            each.observe(Choice("neural", 1), 1, accepted, timed(2, 80.0, read=1 + accepted, steps=1, draft_ms=3.0))
+    assert policy.costs.verify(2) == 80.0 and policy.costs.verify(1) == 50.0
+    assert policy.choose([1, 2, 3], 4, None, True) == NONE
+    assert fixed.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
 
 
 def test_a_long_context_makes_every_verified_row_dearer():

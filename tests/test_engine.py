@@ -135,8 +135,9 @@ def drafting_pays(synth_engine):
     """Costs under which auto drafts (flat verify, cheap draft), for tests that need it to speculate."""
     saved = synth_engine.costs
     synth_engine.costs = {kind: fixed_costs([10.0] * 9, 0.5) for kind in ("greedy", "sampled", "sampled+top_p")}
+    synth_engine.refine_costs = False  # the synthetic champion's real rows cost nearly a forward each
     yield
-    synth_engine.costs = saved
+    synth_engine.costs, synth_engine.refine_costs = saved, True
 
 
 @pytest.mark.parametrize("proposer", ["none", "prompt_lookup", "neural", "hybrid", "auto"])
@@ -416,7 +417,9 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     done = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
     costs = engine.costs["greedy"]
     assert len(costs.verify_ms) == engine.k_max + 1 and all(v > 0 for v in costs.verify_ms)
-    assert costs.draft_step_ms > 0 and costs.row_ms == 0 and done["speculative"]["auto"]["costs"] == costs.summary()
+    auto = done["speculative"]["auto"]
+    assert costs.draft_step_ms > 0 and costs.row_ms == 0 and auto["measured_costs"] == costs.summary()
+    assert auto["live_rounds"] == done["speculative"]["rounds"]  # greedy: every round refines the costs
     assert done["tokens"] == chat(engine, "hello world", "none", 0, max_tokens=8, temperature=0)["tokens"]
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
     assert engine.costs["greedy"] is costs  # measured once, then fixed
@@ -425,7 +428,8 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     sampled = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0.7, top_p=0.9, seed=3)
     assert set(engine.costs) == {"greedy", "sampled+top_p"} and sampled["speculative"]["auto"]["costs"] == (
         engine.costs["sampled+top_p"].summary()
-    )
+    )  # sampled: the measurement as it is, never refined (its seed must replay its choices)
+    assert sampled["speculative"]["auto"]["live_rounds"] == 0
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=1.0, top_p=0.5, seed=4)
     assert len(engine.costs) == 2
 

@@ -16,8 +16,9 @@ emitted tokens per millisecond:
 
 V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more
 row: 0 when greedy), key (a row's cost per context token beyond the 64 V was timed after; used by requests
-with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from a CostModel fixed
-for the request's kind of sampling; priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
+with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from the engine's CostModel
+for the request's kind of sampling: as measured for a sampled request, refined from every round's timing for a
+greedy one (costs.LiveCosts, since version 10); priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
 scripts/auto_priors.py), the neural draft from its package's measured agreement: at its first position the
 teacher-forced agreement, at later ones (since version 9) the larger of its agreement right after an agreeing
 position and a_0's current estimate (0.345 and 0.38 for the shipped draft; the draft agrees in streaks; with one
@@ -46,14 +47,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Generator, Protocol, Sequence
 
-from ..costs import CostModel
+from ..costs import CostModel, LiveCosts, RoundTiming
 from ..errors import SpecChatError
 from ..sampling import Draws
+from ..transaction import RoundCommit
 from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 9
+AUTO_POLICY_VERSION = 10
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -86,7 +88,8 @@ class Policy(Protocol):
     ) -> Choice:
         """The round's source and k (k <= k_cap; lookup k <= its continuation), from published state only."""
 
-    def observe(self, choice: Choice, proposed: int, accepted: int) -> None: ...
+    def observe(self, choice: Choice, proposed: int, accepted: int, timing: RoundTiming | None = None) -> None:
+        """The round just published (timing: as the orchestrator measured it)."""
 
     def reset(self) -> None: ...
 
@@ -159,11 +162,15 @@ class CostPolicy:
         earlier: Learned | None = None,
         probe_tolerance: float = PROBE_TOLERANCE,
         neural_later: float | None = None,
+        live: LiveCosts | None = None,
     ):
         """neural_prior: the draft's acceptance at its first position; neural_later: at each later position
         given the ones before it passed (None: neural_prior). earlier: counts from this conversation's earlier
-        answers to start from (else the priors alone); probe_tolerance 0: never probe (the rate formula alone)."""
+        answers to start from (else the priors alone); probe_tolerance 0: never probe (the rate formula alone).
+        live: refine `costs` from every round's timing (greedy requests: their tokens do not depend on the
+        choices); None: the costs stay as given (sampled requests, whose seed must reproduce them)."""
         self.costs = costs
+        self.live = live
         self.neural_prior = neural_prior
         self.neural_later = neural_later
         self.probe_tolerance = probe_tolerance
@@ -239,7 +246,11 @@ class CostPolicy:
         """Emitted tokens per ms of a neural round: k draft steps, then the verify call."""
         return expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected, length))
 
-    def observe(self, choice: Choice, proposed: int, accepted: int) -> None:
+    def observe(self, choice: Choice, proposed: int, accepted: int, timing: RoundTiming | None = None) -> None:
+        if self.live is not None and timing is not None:
+            key_ms = self.costs.key_ms
+            self.live.record(timing, key_ms)
+            self.costs = self.live.model(key_ms)
         self.rounds += 1
         if choice.source == "prompt_lookup":
             self.lookup_stats(choice.bucket).record(proposed, accepted)
@@ -265,6 +276,7 @@ class AutoProposer:
         if self.neural is not None:
             self.neural.reset()
         self.last = NONE
+        self.last_context = 0  # tokens before the last round
         self.neural_failed = False
         self.rounds: Counter[str] = Counter()  # choice label -> rounds
 
@@ -275,7 +287,7 @@ class AutoProposer:
         choice = (
             self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
         )
-        self.last = choice
+        self.last, self.last_context = choice, len(context)
         self.rounds[choice.label] += 1
         if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k
             return point_masses(match[1][: choice.k])
@@ -287,9 +299,14 @@ class AutoProposer:
                 return EMPTY_PROPOSAL
         return EMPTY_PROPOSAL
 
-    def observe(self, proposed: int, accepted: int) -> None:
-        """The round just published: `proposed` drafts sent, the first `accepted` accepted."""
-        self.policy.observe(self.last, proposed, accepted)
+    def observe(self, commit: RoundCommit) -> None:
+        """The round just published: its drafts, how many were accepted, its timings."""
+        choice, proposed, accepted = self.last, commit.proposed, commit.accepted
+        steps = 0
+        if choice.source == "neural" and not self.neural_failed:  # stopped short of k: it ran the step it declined
+            steps = proposed if proposed == choice.k else proposed + 1
+        timing = RoundTiming(proposed + 1, accepted + 1, self.last_context, commit.verify_ms, steps, commit.draft_ms)
+        self.policy.observe(choice, proposed, accepted, timing)
 
     def summary(self) -> str:
         """e.g. "lookup k=3 on 12 rounds, none on 4" (most used first)."""
