@@ -4,9 +4,12 @@ token, measured once per engine and kind of sampling (the `auto` scheduler's inp
 Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at once (so
 V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
 64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. The
-draft's cost is a one-token proposal through the neural proposer itself. When sampling, every further row a
-round reads costs the processing of a row (softmax, top-p) on top: row_ms = V_sampled(1) - V_greedy(1), the
-two timed side by side in every sweep (machine drift between separate passes would land in the difference).
+draft's cost is a one-token proposal through the neural proposer itself. Every further row a round reads costs
+the processing of a row on top, row_ms: greedily, a 2-row call whose draft is the champion's own token (accepted,
+so its row is read too) less one whose draft is rejected (~0 on WebGPU, where acceptance runs on the GPU; the
+CPU path's pass over a 49,152-entry row in Python, which version 9 priced at 0); when sampling, plus
+V_sampled(1) - V_greedy(1) (softmax, top-p). Each pair is timed side by side in every sweep (machine drift
+between separate passes would land in the difference).
 
 A verified row also attends to every context token, so at a long context each row costs more than V(T)/T
 says: key_ms, the ms per verified row per context token beyond the 64 of the measurement, comes from greedy
@@ -44,7 +47,7 @@ LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that
 class CostModel:
     verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
     draft_step_ms: float | None  # one neural draft step (one token, the proposer's work included); None: no draft
-    row_ms: float = 0.0  # processing one more verified row (0 when greedy: an argmax)
+    row_ms: float = 0.0  # processing one more verified row (greedy: its argmax; sampled: softmax, top-p, ...)
     key_ms: float = 0.0  # per verified row per context token beyond len(CONTEXT) (0: not measured)
 
     def verify(self, rows: int, context: int = len(CONTEXT)) -> float:
@@ -160,13 +163,18 @@ def measure_costs(
     row, and the time of a one-token proposal of `draft` (the neural proposer at the request's settings,
     or None)."""
     rows = sorted({min(r, t_max) for r in MEASURED_ROWS})
-    # A sampled request's row cost is the difference of two timings: they are taken side by side, each sweep.
-    cases = [(r, settings) for r in rows]
+    # Row costs are differences of two timings: each pair is taken side by side, every sweep.
+    cases = [Case(r, settings) for r in rows]
+    if t_max >= 2:  # one greedy row's processing: a 2-row call whose draft passes, against one rejected at once
+        cases += [Case(2, GREEDY), Case(2, GREEDY, own=1)]
     if not settings.greedy:
-        cases.insert(1, (1, GREEDY))
+        cases.insert(1, Case(1, GREEDY))
     timed = yield from verify_ms(champion, cases, repeats)
-    best = {r: timed[(r, settings)] for r in rows}
-    row_ms = 0.0 if settings.greedy else max(0.0, timed[(1, settings)] - timed[(1, GREEDY)])
+    best = {r: timed[Case(r, settings)] for r in rows}
+    argmax_ms = max(0.0, timed[Case(2, GREEDY, own=1)] - timed[Case(2, GREEDY)]) if t_max >= 2 else 0.0
+    row_ms = argmax_ms
+    if not settings.greedy:  # a sampled row's processing beyond the greedy one's, plus the greedy one's
+        row_ms += max(0.0, timed[Case(1, settings)] - timed[Case(1, GREEDY)])
     draft_ms = None
     if draft is not None:
         draft_ms = yield from time_draft_step(draft, repeats, settings)
@@ -195,37 +203,56 @@ def verify_ms_by_rows(
     context: Sequence[int] = CONTEXT,
 ) -> Generator[Wait, None, dict[int, float]]:
     """{T: best-of-`repeats` ms of a verify call of T rows at `settings`}: verify_ms for one setting."""
-    timed = yield from verify_ms(champion, [(rows, settings) for rows in rows_measured], repeats, context)
-    return {rows: ms for (rows, _), ms in timed.items()}
+    timed = yield from verify_ms(champion, [Case(rows, settings) for rows in rows_measured], repeats, context)
+    return {case.rows: ms for case, ms in timed.items()}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One timed verify call: `rows` rows at `settings`; the first `own` drafts are the champion's own greedy
+    tokens (so a greedy call accepts them and processes their rows too), the rest are rejected at once."""
+
+    rows: int
+    settings: SamplingSettings
+    own: int = 0
 
 
 def verify_ms(
-    champion, cases: Sequence[tuple[int, SamplingSettings]], repeats: int, context: Sequence[int] = CONTEXT
-) -> Generator[Wait, None, dict[tuple[int, SamplingSettings], float]]:
-    """{(T, settings): best-of-`repeats` ms of a verify call of T rows at those settings (point-mass drafts
-    the champion rejects at once: tokens 200.. after an unrelated context)} after `context`; each sweep runs
-    every case in turn, so machine drift (a browser's warm-up, a busy neighbour) hits them alike, and the
-    first sweep warms up. The KV cache is forgotten after."""
+    champion, cases: Sequence[Case], repeats: int, context: Sequence[int] = CONTEXT
+) -> Generator[Wait, None, dict[Case, float]]:
+    """{case: best-of-`repeats` ms of its verify call} after `context` (rejected drafts: tokens 200.. after an
+    unrelated context); each sweep runs every case in turn, so machine drift (a browser's warm-up, a busy
+    neighbour) hits them alike, and the first sweep warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(context[:-1]))
+    own: tuple[int, ...] = ()
+    if any(case.own for case in cases):  # the champion's greedy token after the context
+        own = ((yield from settle(champion.verify(verify_request(context, (), 0, GREEDY)))).terminal,)
     best = {case: float("inf") for case in cases}
     for repeat in range(repeats + 1):
-        for rows, settings in cases:
-            drafts = tuple(200 + i for i in range(rows - 1))
-            request = VerifyRequest(
-                context,
-                len(context) - 1,
-                drafts,
-                tuple(PointMass(d) for d in drafts),
-                repeat,
-                settings,
-                None if settings.greedy else SeededDraws(repeat),
-            )
+        for case in cases:
+            drafts = own[: case.own] + tuple(200 + i for i in range(case.rows - 1 - min(case.own, len(own))))
+            request = verify_request(context, drafts, repeat, case.settings)
             began = time.perf_counter()
             yield from settle(champion.verify(request))
             if repeat:
-                best[(rows, settings)] = min(best[(rows, settings)], (time.perf_counter() - began) * 1000)
+                best[case] = min(best[case], (time.perf_counter() - began) * 1000)
     champion.forget()
     return best
+
+
+def verify_request(
+    context: Sequence[int], drafts: tuple[int, ...], repeat: int, settings: SamplingSettings
+) -> VerifyRequest:
+    """A verify call of point-mass drafts after `context` (seeded by `repeat` when sampling)."""
+    return VerifyRequest(
+        tuple(context),
+        len(context) - 1,
+        drafts,
+        tuple(PointMass(d) for d in drafts),
+        repeat,
+        settings,
+        None if settings.greedy else SeededDraws(repeat),
+    )
 
 
 def time_draft_step(draft, repeats: int, settings: SamplingSettings = GREEDY) -> Generator[Wait, None, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from pyodide_app import costs as costs_module
+from pyodide_app.acceptance import Decision
 from pyodide_app.costs import (
     LIVE_MIN_ROUNDS,
     LIVE_WINDOW,
@@ -308,6 +309,9 @@ def test_a_long_context_makes_every_verified_row_dearer():
     assert CostPolicy(costs).choose(long, 8, match, False) == Choice("prompt_lookup", 1, 3)  # 1.7/43.7 vs 1/26.4
 
 
+OWN_TOKEN = 7  # ClockedChampion's greedy token after any context
+
+
 class ClockedChampion:
     """A champion whose verify call n (1, 2, ...) moves a fake clock (installed as costs.time.perf_counter)
     on by cost_ms(request, n)."""
@@ -322,6 +326,7 @@ class ClockedChampion:
     def verify(self, request):
         self.calls += 1
         self.now += self.cost_ms(request, self.calls) / 1000
+        return Decision(0, OWN_TOKEN, "correction")  # its greedy token: OWN_TOKEN
 
     def forget(self):
         pass
@@ -353,6 +358,22 @@ def test_a_sampled_rows_cost_is_timed_beside_the_greedy_call_it_is_compared_with
     champion = ClockedChampion(monkeypatch, cost_ms)
     costs = finish(measure_costs(champion, None, 9, SamplingSettings(temperature=0.7)))
     assert 3 <= costs.row_ms <= 7
+
+
+@pytest.mark.parametrize("sampled", [False, True])
+def test_reading_a_further_row_costs_its_processing_greedy_or_sampled(monkeypatch, sampled):
+    """row_ms includes one greedy row's processing (the CPU path's pass over the row in Python): a 2-row call
+    whose draft is the champion's own token reads both rows; timed beside one whose draft is rejected. Here a
+    read row costs 4 ms, and a sampled one 5 ms more: row_ms 4 greedy, 9 sampled."""
+
+    def cost_ms(request, call):
+        own = bool(request.drafts) and request.drafts[0] == OWN_TOKEN
+        return 50 + 10 * len(request.drafts) + 4 * own + (0 if request.settings.greedy else 5)
+
+    settings = SamplingSettings(temperature=0.7) if sampled else SamplingSettings(temperature=0)
+    costs = finish(measure_costs(ClockedChampion(monkeypatch, cost_ms), None, 9, settings))
+    assert costs.row_ms == pytest.approx(9.0 if sampled else 4.0)
+    assert costs.verify_ms[:2] == pytest.approx((50.0 + 5 * sampled, 60.0 + 5 * sampled))
 
 
 def test_a_conversations_earlier_counts_carry_into_its_next_answer_and_survive_reset():

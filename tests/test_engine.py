@@ -418,7 +418,9 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     costs = engine.costs["greedy"]
     assert len(costs.verify_ms) == engine.k_max + 1 and all(v > 0 for v in costs.verify_ms)
     auto = done["speculative"]["auto"]
-    assert costs.draft_step_ms > 0 and costs.row_ms == 0 and auto["measured_costs"] == costs.summary()
+    assert (
+        costs.draft_step_ms > 0 and 0 <= costs.row_ms < costs.verify_ms[0] and auto["measured_costs"] == costs.summary()
+    )
     assert auto["live_rounds"] == done["speculative"]["rounds"]  # greedy: every round refines the costs
     assert done["tokens"] == chat(engine, "hello world", "none", 0, max_tokens=8, temperature=0)["tokens"]
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)

@@ -15,7 +15,7 @@ emitted tokens per millisecond:
                                                              source (lookup: per n)
 
 V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more
-row: 0 when greedy), key (a row's cost per context token beyond the 64 V was timed after; used by requests
+row), key (a row's cost per context token beyond the 64 V was timed after; used by requests
 with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from the engine's CostModel
 for the request's kind of sampling: as measured for a sampled request, refined from every round's timing for a
 greedy one (costs.LiveCosts, since version 10); priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
