@@ -36,6 +36,8 @@ from pyodide_app.proposers.auto import (
     PositionStats,
 )
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
+from pyodide_app.proposers.prompt_lookup import point_masses
+from pyodide_app.transaction import RequestState, RoundCommit
 from pyodide_app.waits import finish
 
 FLAT = fixed_costs([10.0] * 9, 1.0)  # extra rows cost nothing: drafting pays whenever it may be right
@@ -436,3 +438,46 @@ def test_the_neural_priors_are_the_shipped_drafts_measured_agreements(real_packa
     assert manifest["draft"]["later_agreement"] == later > independent  # agreement runs in streaks
     assert Engine(None, None, None, manifest).neural_priors() == (independent, later)
     assert Engine(None, None, None, {**manifest, "draft": {}}).neural_priors() == (0.4, None)
+
+
+class ShortDraft:
+    """A neural draft that proposes one token whatever k (its entropy stop declined the second)."""
+
+    name = "neural"
+
+    def propose(self, context, k, round_index, draws):
+        return point_masses((9,))
+        yield
+
+    def reset(self):
+        pass
+
+
+class RecordingPolicy:
+    def __init__(self, choice):
+        self.choice, self.timings = choice, []
+
+    def choose(self, context, k_cap, lookup, neural_available):
+        return self.choice
+
+    def observe(self, choice, proposed, accepted, timing=None):
+        self.timings.append(timing)
+
+    def reset(self):
+        pass
+
+
+def test_each_round_reaches_the_policy_with_its_rows_read_and_draft_steps():
+    """AutoProposer turns the orchestrator's commit into the RoundTiming LiveCosts learns from: T = drafts + 1,
+    rows read = accepted + 1, the context before the round, and the draft steps run (a draft that stopped
+    short of k ran the step that declined; prompt lookup runs none)."""
+    policy = RecordingPolicy(Choice("neural", 3))
+    auto = AutoProposer(policy, ShortDraft())
+    finish(auto.propose([1, 2, 3, 4, 5], 3, 0, None))
+    start = RequestState.start((1, 2, 3, 4, 5))
+    auto.observe(RoundCommit(0, 0, 1, 1, (9, 4), start, draft_ms=6.0, verify_ms=50.0))
+    assert policy.timings[-1] == RoundTiming(rows=2, read=2, context=5, verify_ms=50.0, draft_steps=2, draft_ms=6.0)
+    policy.choice = Choice("prompt_lookup", 2, 2)
+    finish(auto.propose([1, 2, 1, 2, 1], 2, 1, None))
+    auto.observe(RoundCommit(1, 0, 2, 0, (7,), start, draft_ms=0.1, verify_ms=45.0))
+    assert policy.timings[-1] == RoundTiming(3, 1, 5, 45.0, 0, 0.1)
