@@ -77,7 +77,7 @@ class RoundTiming:
     read: int  # rows the round's decision read (accepted drafts + 1)
     context: int  # tokens before the round
     verify_ms: float  # the champion's verify call
-    draft_steps: int  # neural draft steps the proposal ran (0: prompt lookup or none)
+    draft_steps: int  # neural draft steps the proposal ran (0: prompt lookup, none, or not a per-step time)
     draft_ms: float  # the proposal
 
 
@@ -103,7 +103,12 @@ class LiveCosts:
         self.draft: deque[float] = deque(maxlen=LIVE_WINDOW)  # recent ms per neural draft step
 
     def record(self, timing: RoundTiming, key_ms: float = 0.0) -> None:
-        """Learn from one round; key_ms: the context price the request's model used (0: none)."""
+        """Learn from one round; key_ms: the context price the request's model used (0: none). A round after
+        LONG_CONTEXT tokens or more is left out: what its context adds is key_ms's to price, and less that
+        estimate it was no sample of the short-context V(T) (a 2026-12-02 page bench's long-context stratum
+        left V(3) at 100 ms against a measured 53, and auto then stopped drafting on the short chats after)."""
+        if timing.context >= LONG_CONTEXT:
+            return
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
         extra = (timing.read - 1) * m.row_ms + timing.rows * max(0, timing.context - len(CONTEXT)) * key_ms

@@ -261,8 +261,11 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     assert model.verify_ms[0] == pytest.approx(96.0 * 69 / 96) and model.verify_ms[2] == pytest.approx(100 * 69 / 96)
     live.record(timed(1, 69.0))
     assert LIVE_MIN_ROUNDS == 3 and live.model().verify(1) == 69.0  # its own median now
-    for _ in range(3):  # two rows read (one more processed, 10 ms), 564 tokens before it (500 more, 0.01 ms each)
-        live.record(timed(2, 92.0 + 10.0 + 2 * 500 * 0.01, read=2, context=564), key_ms=0.01)
+    for _ in range(3):  # two rows read (one more processed, 10 ms), 400 tokens before it (336 more, 0.01 ms each)
+        live.record(timed(2, 92.0 + 10.0 + 2 * 336 * 0.01, read=2, context=400), key_ms=0.01)
+    assert live.model().verify(2) == pytest.approx(92.0)
+    for _ in range(3):  # rounds at a long context are left out (key_ms prices what the context adds)
+        live.record(timed(2, 300.0, context=LONG_CONTEXT), key_ms=0.01)
     assert live.model().verify(2) == pytest.approx(92.0)
     slower = LiveCosts(measured)
     for _ in range(3):  # rows dearer than measured: an untried smaller row count keeps its measurement
@@ -469,14 +472,16 @@ class RecordingPolicy:
 
 def test_each_round_reaches_the_policy_with_its_rows_read_and_draft_steps():
     """AutoProposer turns the orchestrator's commit into the RoundTiming LiveCosts learns from: T = drafts + 1,
-    rows read = accepted + 1, the context before the round, and the draft steps run (a draft that stopped
+    rows read = accepted + 1, the context before the round, and the draft steps run where the round before
+    was neural too (a first neural round also feeds the draft what came since its last; a draft that stopped
     short of k ran the step that declined; prompt lookup runs none)."""
     policy = RecordingPolicy(Choice("neural", 3))
     auto = AutoProposer(policy, ShortDraft())
-    finish(auto.propose([1, 2, 3, 4, 5], 3, 0, None))
     start = RequestState.start((1, 2, 3, 4, 5))
-    auto.observe(RoundCommit(0, 0, 1, 1, (9, 4), start, draft_ms=6.0, verify_ms=50.0))
-    assert policy.timings[-1] == RoundTiming(rows=2, read=2, context=5, verify_ms=50.0, draft_steps=2, draft_ms=6.0)
+    for context, draft_ms, steps in (([1, 2, 3], 90.0, 0), ([1, 2, 3, 4, 5], 6.0, 2)):  # the first fed the prompt
+        finish(auto.propose(context, 3, 0, None))
+        auto.observe(RoundCommit(0, 0, 1, 1, (9, 4), start, draft_ms=draft_ms, verify_ms=50.0))
+        assert policy.timings[-1] == RoundTiming(2, 2, len(context), 50.0, steps, draft_ms)
     policy.choice = Choice("prompt_lookup", 2, 2)
     finish(auto.propose([1, 2, 1, 2, 1], 2, 1, None))
     auto.observe(RoundCommit(1, 0, 2, 0, (7,), start, draft_ms=0.1, verify_ms=45.0))

@@ -275,7 +275,7 @@ class AutoProposer:
         self.policy.reset()
         if self.neural is not None:
             self.neural.reset()
-        self.last = NONE
+        self.last = self.previous = NONE  # the last round's choice; the one published before it
         self.last_context = 0  # tokens before the last round
         self.neural_failed = False
         self.rounds: Counter[str] = Counter()  # choice label -> rounds
@@ -303,8 +303,12 @@ class AutoProposer:
         """The round just published: its drafts, how many were accepted, its timings."""
         choice, proposed, accepted = self.last, commit.proposed, commit.accepted
         steps = 0
-        if choice.source == "neural" and not self.neural_failed:  # stopped short of k: it ran the step it declined
+        # A per-step draft time only where the round before was neural too: a first neural round also feeds
+        # the draft every token since its last one (the whole prompt, in a request's first: 380 ms a "step"
+        # at 1,700 tokens in a page bench). A draft that stopped short of k ran the step it declined.
+        if choice.source == "neural" and self.previous.source == "neural" and not self.neural_failed:
             steps = proposed if proposed == choice.k else proposed + 1
+        self.previous = choice
         timing = RoundTiming(proposed + 1, accepted + 1, self.last_context, commit.verify_ms, steps, commit.draft_ms)
         self.policy.observe(choice, proposed, accepted, timing)
 
