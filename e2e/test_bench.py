@@ -58,7 +58,7 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     for setting in ("greedy", "sampled"):  # measured per kind of sampling, before the arms
         auto = bench["auto"][setting]
         assert auto["policy_version"] >= 2 and len(auto["costs"]["verify_ms"]) == 9, auto
-    # A read row's processing, measured per kind (on this synthetic model's 512-entry rows it can time as 0:
+    # A read row's processing, measured per kind (on this synthetic model's 373-entry rows it can time as 0:
     # the order of the two is the real model's, not this one's).
     assert all(bench["auto"][s]["measured_costs"]["row_ms"] >= 0 for s in ("greedy", "sampled"))
     assert all(" on " in r["auto_chose"] for r in bench["records"] if r["arm"] == "auto")  # what auto did, per answer
