@@ -161,6 +161,16 @@ def interpolate(points: dict[int, float], t_max: int) -> tuple[float, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Case:
+    """One timed verify call: `rows` rows at `settings`; own: its first draft is the champion's own greedy
+    token (so a greedy call accepts it and reads its row too); the other drafts are rejected at once."""
+
+    rows: int
+    settings: SamplingSettings
+    own: bool = False
+
+
 def measure_costs(
     champion, draft, t_max: int, settings: SamplingSettings = GREEDY, repeats: int = 3
 ) -> Generator[Wait, None, CostModel]:
@@ -171,12 +181,12 @@ def measure_costs(
     # Row costs are differences of two timings: each pair is taken side by side, every sweep.
     cases = [Case(r, settings) for r in rows]
     if t_max >= 2:  # one greedy row's processing: a 2-row call whose draft passes, against one rejected at once
-        cases += [case for case in (Case(2, GREEDY), Case(2, GREEDY, own=1)) if case not in cases]
+        cases += [case for case in (Case(2, GREEDY), Case(2, GREEDY, own=True)) if case not in cases]
     if not settings.greedy:
         cases.insert(1, Case(1, GREEDY))
     timed = yield from verify_ms(champion, cases, repeats)
     best = {r: timed[Case(r, settings)] for r in rows}
-    argmax_ms = max(0.0, timed[Case(2, GREEDY, own=1)] - timed[Case(2, GREEDY)]) if t_max >= 2 else 0.0
+    argmax_ms = max(0.0, timed[Case(2, GREEDY, own=True)] - timed[Case(2, GREEDY)]) if t_max >= 2 else 0.0
     row_ms = argmax_ms
     if not settings.greedy:  # a sampled row's processing beyond the greedy one's, plus the greedy one's
         row_ms += max(0.0, timed[Case(1, settings)] - timed[Case(1, GREEDY)])
@@ -212,16 +222,6 @@ def verify_ms_by_rows(
     return {case.rows: ms for case, ms in timed.items()}
 
 
-@dataclass(frozen=True)
-class Case:
-    """One timed verify call: `rows` rows at `settings`; the first `own` drafts are the champion's own greedy
-    tokens (so a greedy call accepts them and processes their rows too), the rest are rejected at once."""
-
-    rows: int
-    settings: SamplingSettings
-    own: int = 0
-
-
 def verify_ms(
     champion, cases: Sequence[Case], repeats: int, context: Sequence[int] = CONTEXT
 ) -> Generator[Wait, None, dict[Case, float]]:
@@ -235,7 +235,8 @@ def verify_ms(
     best = {case: float("inf") for case in cases}
     for repeat in range(repeats + 1):
         for case in cases:
-            drafts = own[: case.own] + tuple(200 + i for i in range(case.rows - 1 - min(case.own, len(own))))
+            lead = own if case.own else ()
+            drafts = lead + tuple(200 + i for i in range(case.rows - 1 - len(lead)))
             request = verify_request(context, drafts, repeat, case.settings)
             began = time.perf_counter()
             yield from settle(champion.verify(request))

@@ -11,12 +11,9 @@ from __future__ import annotations
 import statistics
 import time
 
-from .acceptance import PointMass
-from .champion import VerifyRequest
-from .costs import verify_ms_by_rows
+from .costs import verify_ms_by_rows, verify_request
 from .kernel_abi import PARAMS
 from .processors import SamplingSettings
-from .sampling import SeededDraws
 from .waits import finish
 
 
@@ -28,16 +25,7 @@ def verify_sweep(champion, repeats: int, context_length: int = 64) -> dict[int, 
     times: dict[int, list[float]] = {t: [] for t in range(1, champion.t_max + 1)}
     for repeat in range(repeats + 1):
         for rows in times:
-            drafts = tuple(range(200, 200 + rows - 1))
-            request = VerifyRequest(
-                context,
-                len(context) - 1,
-                drafts,
-                tuple(PointMass(d) for d in drafts),
-                repeat,
-                settings,
-                SeededDraws(repeat),
-            )
+            request = verify_request(context, tuple(range(200, 200 + rows - 1)), repeat, settings)
             start = time.perf_counter()
             finish(champion.verify(request))
             if repeat:
