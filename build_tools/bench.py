@@ -262,6 +262,7 @@ def run_arm(
         "proposed": spec["proposed"],
         "accepted": spec["accepted"],
         "fallback": spec["fallback_code"],
+        "verify_ms_by_rows": spec["verify_ms_by_rows"],
         **({"auto_chose": spec["auto"]["chose"], "auto_costs": spec["auto"]["costs"]} if spec.get("auto") else {}),
     }
 

@@ -20,6 +20,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass, replace
+from statistics import median
 from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
@@ -477,6 +478,10 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
         "survival": stats.survival(),
         "tokens_per_champion_call": stats.tokens_per_call,
         "draft_failures": stats.draft_failures,
+        "verify_ms_by_rows": {
+            str(rows): {"rounds": len(ms), "median": round(median(ms), 3), "min": round(min(ms), 3)}
+            for rows, ms in sorted(stats.verify_ms_by_rows.items())
+        },
         "time_s": {
             "draft": stats.draft_seconds,
             "verify": host_verify,

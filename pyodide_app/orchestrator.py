@@ -93,12 +93,14 @@ class SpecStats:
     sync_seconds: float = 0.0  # part of verify_seconds spent waiting on the device (champion.wait_seconds)
     total_seconds: float = 0.0  # the whole request, prefill included
     cached_prompt_tokens: int = 0  # prompt tokens whose KV rows the champion held already (prefill skipped them)
+    verify_ms_by_rows: dict[int, list[float]] = field(default_factory=dict)  # T -> each round's verify call, ms
 
     def record(self, commit: RoundCommit) -> None:
         self.rounds += 1
         self.proposed += commit.proposed
         self.accepted += commit.accepted
         self.emitted += len(commit.emitted)
+        self.verify_ms_by_rows.setdefault(commit.proposed + 1, []).append(commit.verify_ms)
         if commit.proposed:
             self.accepted_histogram[commit.accepted] = self.accepted_histogram.get(commit.accepted, 0) + 1
         for i in range(commit.proposed):

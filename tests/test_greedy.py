@@ -108,3 +108,16 @@ def test_prompt_lookup_accepts_long_runs_on_repetitive_output():
     assert end.stats.accepted == end.stats.proposed  # every copied token is right
     # One period (7 tokens) can be copied per round, plus the bonus: ~8 tokens per champion call.
     assert end.stats.emitted / end.stats.rounds >= 6
+
+
+def test_stats_time_each_verify_call_under_its_row_count():
+    """verify_ms_by_rows files each round's verify call under T = drafts + 1 (fails if filed under accepted+1)."""
+    model = cycle_model(7)
+    config = GenerationConfig(max_new_tokens=30, k=8, settings=SamplingSettings(temperature=0))
+    # "5, 6" recurs in the prompt followed by "3": the first proposal is rejected, later copies pass.
+    _, end = run(model, PromptLookup(), config, (5, 6, 3, 1, 1, 4, 5, 6), 1 << 20)
+    assert end.stats.accepted < end.stats.proposed and end.stats.accepted > 0
+    by_rows = end.stats.verify_ms_by_rows
+    assert sum(len(ms) for ms in by_rows.values()) == end.stats.rounds
+    assert sum((rows - 1) * len(ms) for rows, ms in by_rows.items()) == end.stats.proposed
+    assert all(t >= 0 for ms in by_rows.values() for t in ms)
