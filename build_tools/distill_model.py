@@ -94,9 +94,12 @@ class Draft(nn.Module):
             "inv_freq", inverse_frequencies(rope_theta, shape.d_model // shape.n_heads), persistent=False
         )
 
-    def forward(self, ids):  # ids [B, T] -> logits [B, T, V']
+    def features(self, ids):  # ids [B, T] -> the head's inputs [B, T, D] (final norm applied)
         cos, sin = rope_tables(torch.arange(ids.shape[1]), self.inv_freq)
         x = self.embed(ids)
         for block in self.blocks:
             x = block(x, cos, sin)
-        return self.head(self.norm(x))
+        return self.norm(x)
+
+    def forward(self, ids):  # ids [B, T] -> logits [B, T, V']
+        return self.head(self.features(ids))

@@ -30,7 +30,10 @@ from build_tools.distill_found import (
 )
 from build_tools.distill_prompts import EVAL_TOPICS, TRAIN_TOPICS, evaluation_prompts, training_prompts
 from build_tools.distill_train import (
+    Answer,
     DraftShape,
+    batch_loss,
+    batches,
     build_model,
     choose_vocabulary,
     draft_vocabulary,
@@ -290,6 +293,70 @@ def test_batched_champion_equals_champion_onnx(synth_package):
     onnx.reset()
     worst = max(worst, float(np.abs(onnx.run_array([1, 44, 45])[-1] - reused.numpy()).max()))
     assert worst < 1e-4, worst
+
+
+def random_answers(count: int, vocab: int, rng: np.random.Generator, k: int = 4) -> list[Answer]:
+    """Answers of random token ids: prompts of 3-40 tokens, answers of 1-30, random top-K logits."""
+    out = []
+    for i in range(count):
+        prompt_len, answer_len = int(rng.integers(3, 40)), int(rng.integers(1, 30))
+        out.append(
+            Answer(
+                f"a{i}",
+                "test",
+                "greedy",
+                rng.integers(0, vocab, prompt_len + answer_len).astype(np.int64),
+                prompt_len,
+                rng.integers(0, vocab, (answer_len, k)).astype(np.int32),
+                rng.normal(size=(answer_len, k)).astype(np.float32),
+            )
+        )
+    return out
+
+
+def test_the_loss_runs_the_head_on_answer_positions_only_and_equals_the_full_one():
+    """batch_loss gathers the answer positions before the head; the same loss over full logits [B, W, V']
+    (every position, padding included) picks out the same rows. Fails if a position is off by one (the row
+    that predicts answer token j is prompt_len - 1 + j) or a padded row is counted."""
+    rng = np.random.default_rng(1)
+    shape = DraftShape(d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=32, output_vocab=40)
+    embedding = rng.normal(size=(64, 16)).astype(np.float32)
+    vocab = np.sort(rng.choice(64, 40, replace=False)).astype(np.int64)  # some answer tokens lie outside it
+    torch.manual_seed(0)
+    model = build_model(shape, embedding, embedding[vocab], 10000.0, 1e-5)
+    batch = random_answers(5, 64, rng)
+    index_of = np.full(64, -1)
+    index_of[vocab] = np.arange(len(vocab))
+    with torch.no_grad():
+        log_q = torch.log_softmax(
+            model(torch.from_numpy(np.stack([np.pad(a.sequence, (0, 80 - len(a.sequence))) for a in batch]))), -1
+        )
+        total, count = 0.0, 0
+        for row, a in enumerate(batch):
+            for j, token in enumerate(a.sequence[a.prompt_len :]):
+                q = log_q[row, a.prompt_len - 1 + j]
+                if index_of[token] >= 0:
+                    total -= float(q[index_of[token]])
+                p = torch.softmax(torch.from_numpy(a.top_logits[j]), -1) * torch.from_numpy(index_of[a.top_ids[j]] >= 0)
+                p = p / p.sum().clamp_min(1e-9)
+                total -= 0.5 * float((p * q[torch.from_numpy(np.maximum(index_of[a.top_ids[j]], 0))]).sum())
+                count += 1
+        assert float(batch_loss(model, batch, vocab, 0.5)) == pytest.approx(total / count, rel=1e-5)
+
+
+def test_batches_hold_every_answer_once_in_similar_lengths():
+    """An epoch's batches partition the answers, each within the padded-token budget unless it is one long
+    answer, and sorting by length within pools pads less than random batching would (fails with the pool
+    left unsorted)."""
+    rng = np.random.default_rng(2)
+    answers = random_answers(600, 50, rng)
+    cut = list(batches(answers, 256, np.random.default_rng(0), pool=16))
+    ids = [a.id for batch in cut for a in batch]
+    assert sorted(ids) == sorted(a.id for a in answers)
+    widths = [max(len(a.sequence) for a in batch) * len(batch) for batch in cut]
+    assert all(w <= 256 or len(b) == 1 for w, b in zip(widths, cut))
+    real = sum(len(a.sequence) for a in answers)
+    assert real / sum(widths) > 0.9  # random batches of these lengths: about 0.6
 
 
 def test_tokens_per_call_replays_greedy_rounds():
