@@ -33,7 +33,9 @@ from pyodide_app.proposers.auto import (
     AutoProposer,
     Choice,
     CostPolicy,
+    LookupLift,
     PositionStats,
+    lifted,
 )
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
 from pyodide_app.proposers.prompt_lookup import point_masses
@@ -64,6 +66,35 @@ def test_later_positions_have_their_own_prior():
     assert [stats.rate(j) for j in range(3)] == pytest.approx([0.2, 0.6, 0.6])
     assert stats.expected_tokens(2) == pytest.approx(1 + 0.2 + 0.2 * 0.6)
     assert all(first <= later for first, later in LOOKUP_PRIOR.values())
+
+
+def test_copies_that_pass_lift_every_match_lengths_prior():
+    """LookupLift pools lookup's rounds over match lengths: at 1 before any, its odds ratio (Beta-smoothed
+    on both sides) scales each length's prior. Rows at 0.2 of a forward each: a fresh policy does not copy
+    after a 1-token match (prior 0.15); after a dozen 3-token copies that all passed it copies several tokens
+    there; after 20 whose first token failed it no longer copies after a 4-token match (prior 0.75) either.
+    Fails with the lift left out of the rate, or counting the lift's expectations from the lifted priors."""
+    assert LookupLift().odds() == 1.0 and lifted(0.4, 1.0) == pytest.approx(0.4)
+    assert lifted(0.5, 3.0) == pytest.approx(0.75)
+    costs = fixed_costs([10.0 + 2.0 * t for t in range(9)], None)
+    continuation = (4, 5, 6, 7)
+    good, bad, fresh = (CostPolicy(costs, probe_tolerance=0.0) for _ in range(3))
+    assert fresh.choose([0], 4, (1, continuation), False) == NONE
+    assert fresh.choose([0], 4, (4, continuation), False).source == "prompt_lookup"
+    for _ in range(12):
+        good.observe(Choice("prompt_lookup", 2, 3), 2, 2)
+    for _ in range(20):
+        bad.observe(Choice("prompt_lookup", 2, 3), 2, 0)
+    w = 2.0
+    assert good.lift.tested == 24 and good.lift.expected == pytest.approx(12 * (0.7 + 0.8))
+    assert good.lift.odds() == pytest.approx(((24 + w) / w) / ((18 + w) / (6 + w)))
+    assert bad.lift.tested == 20 and bad.lift.expected == pytest.approx(20 * 0.7)
+    copied = good.choose([0], 4, (1, continuation), False)
+    assert copied.source == "prompt_lookup" and copied.k >= 3
+    assert bad.choose([0], 4, (4, continuation), False) == NONE
+    later = good.learned()  # the lift goes on with the conversation, as a copy
+    later.lift.tested += 1
+    assert good.lift.tested == 24 and CostPolicy(costs, earlier=later).lift.tested == 25
 
 
 def test_a_sampled_round_pays_for_every_row_it_reads():

@@ -13,6 +13,9 @@ emitted tokens per millisecond:
     a_j  = (accepted_j + W * prior_j) / (reached_j + W)      Beta-smoothed acceptance of draft position j,
                                                              counted over this request's rounds of that
                                                              source (lookup: per n)
+    lookup's prior_j(n): LOOKUP_PRIOR's, its odds times L    L: LookupLift.odds, how much likelier this
+                                                             conversation's copies (all n) passed than
+                                                             their priors said (version 11)
 
 V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more
 row), key (a row's cost per context token beyond the 64 V was timed after; used by requests
@@ -44,7 +47,7 @@ drive AutoProposer with arbitrary context-based policies too.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Generator, Protocol, Sequence
 
 from ..costs import CostModel, LiveCosts, RoundTiming
@@ -55,7 +58,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 10
+AUTO_POLICY_VERSION = 11
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -63,6 +66,7 @@ AUTO_POLICY_VERSION = 10
 LOOKUP_PRIOR = {1: (0.15, 0.4), 2: (0.4, 0.75), 3: (0.7, 0.8), 4: (0.75, 0.85), 5: (0.75, 0.85), 6: (0.95, 0.95)}
 NEURAL_PRIOR = 0.4  # when the package does not record the draft's measured agreement
 PRIOR_WEIGHT = 2.0  # pseudo-observations per draft position
+LIFT_WEIGHT = 2.0  # pseudo-counts on each side of LookupLift's two odds
 PROBE_TOLERANCE = 0.1  # an untried match length's one-token probe may be predicted this much slower than the winner
 NEURAL_TRIES = 3  # neural rounds (position 0 reached) its prior buys before the estimate alone decides
 SHORT_NAMES = {"none": "none", "prompt_lookup": "lookup", "neural": "neural"}
@@ -111,21 +115,31 @@ class PositionStats:
         """Rounds that tested this draft position."""
         return self.reached[position] if position < len(self.reached) else 0
 
-    def rate(self, position: int) -> float:
-        reached = self.reached_at(position)
-        accepted = self.accepted[position] if position < len(self.accepted) else 0
+    def prior(self, position: int) -> float:
+        """prior_j before any lift: first at position 0, later after it (with streaks, at least a_0)."""
         prior = self.first if position == 0 else self.later
         if position and self.streaks:
             prior = max(prior, self.rate(0))
+        return prior
+
+    def rate(self, position: int, lift: float = 1.0) -> float:
+        """a_j, its prior's odds scaled by `lift` (LookupLift.odds; 1: the prior as it is)."""
+        reached = self.reached_at(position)
+        accepted = self.accepted[position] if position < len(self.accepted) else 0
+        prior = lifted(self.prior(position), lift)
         return (accepted + PRIOR_WEIGHT * prior) / (reached + PRIOR_WEIGHT)
 
-    def expected_tokens(self, k: int) -> float:
+    def expected_tokens(self, k: int, lift: float = 1.0) -> float:
         """E[emitted] of a round with k drafts: sum_{i=0..k} S_i."""
         total, survive = 1.0, 1.0
         for position in range(k):
-            survive *= self.rate(position)
+            survive *= self.rate(position, lift)
             total += survive
         return total
+
+    def tested(self, proposed: int, accepted: int) -> range:
+        """The draft positions a round with `proposed` drafts and `accepted` accepted tested."""
+        return range(min(accepted + 1, proposed))
 
     def copy(self) -> "PositionStats":
         twin = PositionStats(self.first, self.later, self.streaks)
@@ -134,12 +148,44 @@ class PositionStats:
 
     def record(self, proposed: int, accepted: int) -> None:
         """Draft positions 0..min(accepted, proposed - 1) were tested; those below `accepted` passed."""
-        for position in range(min(accepted + 1, proposed)):
+        for position in self.tested(proposed, accepted):
             while len(self.reached) <= position:
                 self.reached.append(0)
                 self.accepted.append(0)
             self.reached[position] += 1
             self.accepted[position] += position < accepted
+
+
+def lifted(prior: float, odds: float) -> float:
+    """prior with its odds p / (1 - p) multiplied by `odds`."""
+    return prior * odds / (1 - prior + prior * odds)
+
+
+@dataclass
+class LookupLift:
+    """Prompt lookup's drafts against LOOKUP_PRIOR, pooled over match lengths and positions: the positions
+    tested, those accepted, and the acceptances the priors expected there. odds() is how much likelier this
+    conversation's copies pass than the priors say (both sides Beta-smoothed by LIFT_WEIGHT, so 1 before any
+    round), and scales every match length's prior: text that copies well (a summary, a rewrite) lifts the
+    lengths not yet counted (a 1-token match's 0.15) from a few rounds of others; text that does not lowers
+    them. (Policy 10 learned each length alone from its 2-count prior: on the page's summaries auto drafted
+    one or two copied tokens a round where hybrid's four were accepted 70-85% of the time.)"""
+
+    tested: int = 0
+    accepted: int = 0
+    expected: float = 0.0
+
+    def record(self, stats: PositionStats, proposed: int, accepted: int) -> None:
+        for position in stats.tested(proposed, accepted):
+            self.tested += 1
+            self.accepted += position < accepted
+            self.expected += stats.prior(position)
+
+    def odds(self) -> float:
+        w = LIFT_WEIGHT
+        seen = (self.accepted + w) / (self.tested - self.accepted + w)
+        expected = (self.expected + w) / (self.tested - self.expected + w)
+        return seen / expected
 
 
 @dataclass(frozen=True)
@@ -149,9 +195,11 @@ class Learned:
     lookup: dict[int, PositionStats]  # by match length n
     neural: PositionStats
     rounds: int  # published rounds these counts come from
+    lift: LookupLift = field(default_factory=LookupLift)  # lookup's acceptance against its priors, all n
 
     def copy(self) -> "Learned":
-        return Learned({n: stats.copy() for n, stats in self.lookup.items()}, self.neural.copy(), self.rounds)
+        lookup = {n: stats.copy() for n, stats in self.lookup.items()}
+        return Learned(lookup, self.neural.copy(), self.rounds, replace(self.lift))
 
 
 class CostPolicy:
@@ -184,20 +232,20 @@ class CostPolicy:
             start = Learned(priors, PositionStats(self.neural_prior, self.neural_later, streaks=True), 0)
         else:
             start = self.earlier.copy()
-        self.lookup, self.neural, self.rounds = start.lookup, start.neural, start.rounds
+        self.lookup, self.neural, self.rounds, self.lift = start.lookup, start.neural, start.rounds, start.lift
 
     def learned(self) -> Learned:
         """The counts so far (earlier answers' included), for the conversation's next answer."""
-        return Learned(self.lookup, self.neural, self.rounds).copy()
+        return Learned(self.lookup, self.neural, self.rounds, self.lift).copy()
 
     def choose(self, context, k_cap, lookup, neural_available) -> Choice:
         length = len(context)  # a longer context makes every verified row cost more (CostModel.key_ms)
         best, best_rate = NONE, 1.0 / self.costs.verify(1, length)
         if lookup is not None:
             n, tokens = lookup
-            stats = self.lookup_stats(n)
+            stats, lift = self.lookup_stats(n), self.lift.odds()
             for k in range(1, min(k_cap, len(tokens)) + 1):
-                expected = stats.expected_tokens(k)
+                expected = stats.expected_tokens(k, lift)
                 rate = self.lookup_rate(k, expected, length)
                 if rate > best_rate:
                     best, best_rate = Choice("prompt_lookup", k, n), rate
@@ -226,7 +274,7 @@ class CostPolicy:
         stats = self.lookup_stats(n)
         if stats.reached:
             return NONE
-        expected = stats.expected_tokens(1)
+        expected = stats.expected_tokens(1, self.lift.odds())
         rate = self.lookup_rate(1, expected, length)
         return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * best_rate else NONE
 
@@ -253,7 +301,9 @@ class CostPolicy:
             self.costs = self.live.model(key_ms)
         self.rounds += 1
         if choice.source == "prompt_lookup":
-            self.lookup_stats(choice.bucket).record(proposed, accepted)
+            stats = self.lookup_stats(choice.bucket)
+            self.lift.record(stats, proposed, accepted)
+            stats.record(proposed, accepted)
         elif choice.source == "neural":
             # A draft that stopped short of k (its entropy stop) declined the next position: for what a
             # neural round of k yields, that counts as a rejection there.
