@@ -3,7 +3,11 @@ token, measured once per engine and kind of sampling (the `auto` scheduler's inp
 
 Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at once (so
 V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
-64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. The
+64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. A
+sweep whose bests do not rise with T (a busy neighbour slowed the small calls of those seconds: a 2026-12-02
+page load measured sampled V(1) = V(2) = 86.6 ms where its champion-alone rounds took 70 ms,
+and auto then drafted a "free" second row at a loss) is swept again, up to EXTRA_SWEEPS times, and the result
+is made non-decreasing (a call of fewer rows costs at most one of more). The
 draft's cost is a one-token proposal through the neural proposer itself. Every further row a round reads costs
 the processing of a row on top, row_ms: greedily, a 2-row call whose draft is the champion's own token (accepted,
 so its row is read too) less one whose draft is rejected (~0 on WebGPU, where acceptance runs on the GPU; the
@@ -27,7 +31,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 from statistics import median
-from typing import Generator, Sequence
+from typing import Callable, Generator, Sequence
 
 from .acceptance import PointMass
 from .champion import VerifyRequest
@@ -38,6 +42,7 @@ from .waits import Wait, settle
 MEASURED_ROWS = (1, 2, 3, 5, 9)
 GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
+EXTRA_SWEEPS = 4  # further sweeps while the measured V(T) do not rise with T
 LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
@@ -184,8 +189,12 @@ def measure_costs(
         cases += [case for case in (Case(2, GREEDY), Case(2, GREEDY, own=True)) if case not in cases]
     if not settings.greedy:
         cases.insert(1, Case(1, GREEDY))
-    timed = yield from verify_ms(champion, cases, repeats)
-    best = {r: timed[Case(r, settings)] for r in rows}
+
+    def rising(best: dict[Case, float]) -> bool:
+        return all(best[Case(a, settings)] < best[Case(b, settings)] for a, b in zip(rows, rows[1:]))
+
+    timed = yield from verify_ms(champion, cases, repeats, settled=rising)
+    best = {r: min(timed[Case(t, settings)] for t in rows if t >= r) for r in rows}  # non-decreasing in T
     argmax_ms = max(0.0, timed[Case(2, GREEDY, own=True)] - timed[Case(2, GREEDY)]) if t_max >= 2 else 0.0
     row_ms = argmax_ms
     if not settings.greedy:  # a sampled row's processing beyond the greedy one's, plus the greedy one's
@@ -223,17 +232,24 @@ def verify_ms_by_rows(
 
 
 def verify_ms(
-    champion, cases: Sequence[Case], repeats: int, context: Sequence[int] = CONTEXT
+    champion,
+    cases: Sequence[Case],
+    repeats: int,
+    context: Sequence[int] = CONTEXT,
+    settled: Callable[[dict[Case, float]], bool] = lambda best: True,
 ) -> Generator[Wait, None, dict[Case, float]]:
-    """{case: best-of-`repeats` ms of its verify call} after `context` (rejected drafts: tokens 200.. after an
-    unrelated context); each sweep runs every case in turn, so machine drift (a browser's warm-up, a busy
-    neighbour) hits them alike, and the first sweep warms up. The KV cache is forgotten after."""
+    """{case: best ms of its verify call} after `context` (rejected drafts: tokens 200.. after an unrelated
+    context) over `repeats` sweeps, and up to EXTRA_SWEEPS more while `settled(best)` is false; each sweep
+    runs every case in turn, so machine drift (a browser's warm-up, a busy neighbour) hits them alike, and
+    a first sweep warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(context[:-1]))
     own: tuple[int, ...] = ()
     if any(case.own for case in cases):  # the champion's greedy token after the context
         own = ((yield from settle(champion.verify(verify_request(context, (), 0, GREEDY)))).terminal,)
     best = {case: float("inf") for case in cases}
-    for repeat in range(repeats + 1):
+    for repeat in range(repeats + 1 + EXTRA_SWEEPS):
+        if repeat > repeats and settled(best):
+            break
         for case in cases:
             lead = own if case.own else ()
             drafts = lead + tuple(200 + i for i in range(case.rows - 1 - len(lead)))

@@ -12,6 +12,7 @@ import pytest
 from pyodide_app import costs as costs_module
 from pyodide_app.acceptance import Decision
 from pyodide_app.costs import (
+    EXTRA_SWEEPS,
     LIVE_MIN_ROUNDS,
     LIVE_WINDOW,
     LONG_CONTEXT,
@@ -410,6 +411,42 @@ def test_reading_a_further_row_costs_its_processing_greedy_or_sampled(monkeypatc
     costs = finish(measure_costs(ClockedChampion(monkeypatch, cost_ms), None, 9, settings))
     assert costs.row_ms == pytest.approx(9.0 if sampled else 4.0)
     assert costs.verify_ms[:2] == pytest.approx((50.0 + 5 * sampled, 60.0 + 5 * sampled))
+
+
+def test_a_sweep_whose_times_do_not_rise_with_rows_is_swept_again(monkeypatch):
+    """A busy neighbour slows the first sweeps' 1-row calls (90 ms, then 70; each row 10 ms more): three
+    sweeps measure V(1) 90 > V(2) 80, so the sweep is repeated until V(1) comes out at 70. With the repeat
+    left out, auto would see a second row that is cheaper than the first."""
+
+    def cost_ms(request, call):
+        rows = len(request.drafts) + 1
+        busy = call <= 1 + 4 * 6  # the own-token call, then the warm-up and three timed sweeps of 6 cases
+        return 70 + 10 * (rows - 1) + (20 if busy and rows == 1 else 0)
+
+    champion = ClockedChampion(monkeypatch, cost_ms)
+    costs = finish(measure_costs(champion, None, 9, SamplingSettings(temperature=0)))
+    assert costs.verify_ms[:3] == pytest.approx((70.0, 80.0, 90.0))
+    assert champion.calls == 1 + 5 * 6  # one more sweep, then the bests rise with T
+
+
+def test_a_flat_cost_curve_ends_its_extra_sweeps_and_never_falls(monkeypatch):
+    """Where rows are free (a GPU's V(1) = V(2) = V(3)) the bests never rise strictly: EXTRA_SWEEPS more sweeps,
+    then the curve as measured. Where a smaller call stays dearer than a larger one (V(1) 60 against V(2) 50,
+    every sweep), V(1) is taken as V(2): a call of fewer rows costs at most one of more."""
+
+    def flat(request, call):
+        return 40 + 10 * max(0, len(request.drafts) - 2)
+
+    champion = ClockedChampion(monkeypatch, flat)
+    costs = finish(measure_costs(champion, None, 9, SamplingSettings(temperature=0)))
+    assert costs.verify_ms[:4] == pytest.approx((40.0, 40.0, 40.0, 50.0))
+    assert champion.calls == 1 + (1 + 3 + EXTRA_SWEEPS) * 6
+
+    def falling(request, call):
+        return 60 if not request.drafts else 40 + 10 * len(request.drafts)
+
+    costs = finish(measure_costs(ClockedChampion(monkeypatch, falling), None, 9, SamplingSettings(temperature=0)))
+    assert costs.verify_ms[:3] == pytest.approx((50.0, 50.0, 60.0))
 
 
 def test_a_conversations_earlier_counts_carry_into_its_next_answer_and_survive_reset():
