@@ -127,6 +127,7 @@ def command_distill(args) -> None:
         warm_from=args.warm_start,
         lr=args.lr,
         replay_from=args.replay,
+        replay_minutes=args.replay_minutes,
         output_vocab=args.output_vocab,
         n_layers=args.layers,
     )
@@ -292,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
     )
     distill.add_argument(
         "--replay", type=Path, help="an answers.npz (token ids) to rebuild into DIR/data first (teacher-forced targets)"
+    )
+    distill.add_argument(
+        "--replay-minutes",
+        type=float,
+        help="cap on the --replay rebuild (default: all of it); the answers it leaves out train on their tokens alone",
     )
     distill.set_defaults(run=command_distill)
 

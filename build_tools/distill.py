@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .distill_data import generate, replay
+from .distill_data import TOP_K, generate, read_token_archive, replay
 from .distill_found import mixed_prompts, self_instruct_prompts
 from .distill_prompts import evaluation_prompts, prompts_hash, training_prompts
 from .distill_train import (
+    Answer,
     DraftShape,
     agreement,
     build_model,
@@ -104,6 +105,7 @@ def run_distill(
     warm_from: Path | None = None,
     lr: float = 2e-3,
     replay_from: Path | None = None,
+    replay_minutes: float | None = None,
     output_vocab: int | None = None,
     n_layers: int | None = None,
     log=print,
@@ -111,7 +113,8 @@ def run_distill(
     """Answer prompts of the `prompts` stream with the champion, train a draft of `shape_name` on every answer
     in out/data (from scratch, or continuing from the prebuilt draft in `warm_from`), export and measure it.
     `replay_from`: an export_tokens archive (e.g. a shipped draft's answers.npz) whose answers are rebuilt into
-    out/data first, so a fresh machine starts from the data an earlier session generated."""
+    out/data first, so a fresh machine starts from the data an earlier session generated; `replay_minutes`
+    caps that rebuild, and the archive's answers it left out train on their tokens alone (token_answers)."""
     import torch
 
     from .export_onnx import export_llama
@@ -124,7 +127,7 @@ def run_distill(
     source, manifest = champion_source(package)
     encode = prompt_encoder(package, manifest)
     if replay_from is not None:
-        replay(package, Path(replay_from), out / "data", log=log)
+        replay(package, Path(replay_from), out / "data", replay_minutes, log=log)
     stream_of, generator = PROMPT_STREAMS[prompts]
     stream = stream_of(seed) if max_answers is None else itertools.islice(stream_of(seed), max_answers)
     gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, log=log)
@@ -143,6 +146,9 @@ def run_distill(
     )
 
     answers = load_answers(out / "data")
+    replayed = len(answers)
+    if replay_from is not None:  # what the replay's time left out: its tokens alone
+        answers += token_answers(Path(replay_from), {a.id for a in answers})
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
     # from scratch: EOS and this data's most frequent tokens; continuing a draft: its output ids, then those
@@ -185,6 +191,7 @@ def run_distill(
             "answers": len(answers),
             "answer_tokens": int(sum(len(a.sequence) - a.prompt_len for a in answers)),
             "max_tokens": max_tokens,
+            "tokens_only": len(answers) - replayed,
             "this_run": gen,
         },
         "shape": shape.__dict__,
@@ -206,6 +213,23 @@ def run_distill(
         f"per token on onnxruntime (1 thread); tokens per call {scores['tokens_per_call']}; coverage {covered:.3f}"
     )
     return provenance
+
+
+def token_answers(archive: Path, skip: set[str]) -> list[Answer]:
+    """The archive's answers whose ids are not in `skip`, with the stored token as their only target: a one-hot
+    top-K (the token at logit 0, the other K - 1 at -inf), so the soft term equals the hard one. For a greedy
+    answer that token is the champion's argmax; for a sampled one a draw from its distribution."""
+    answers = []
+    for item, sequence, prompt_len in read_token_archive(archive):
+        if item["id"] in skip:
+            continue
+        n = len(sequence) - prompt_len
+        top_ids = np.zeros((n, TOP_K), np.int32)
+        top_ids[:, 0] = sequence[prompt_len:]
+        top_logits = np.full((n, TOP_K), -np.inf, np.float32)
+        top_logits[:, 0] = 0.0
+        answers.append(Answer(item["id"], item["task"], item["mode"], sequence, prompt_len, top_ids, top_logits))
+    return answers
 
 
 def warm_start_record(folder: Path | None) -> dict | None:

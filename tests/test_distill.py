@@ -269,6 +269,43 @@ def test_answers_kept_as_token_ids_replay_to_the_same_targets(synth_package, tmp
         assert np.abs(a.top_logits - b.top_logits).max() < 0.02
 
 
+def test_a_capped_replay_leaves_the_rest_to_their_tokens_alone(synth_package, tmp_path):
+    """replay(minutes=0) rebuilds nothing (a later call resumes); token_answers gives the archive's answers with
+    the stored token as a one-hot target, so their loss is the hard cross-entropy twice (hard + soft). Fails
+    if the one-hot sits on another column's token or the -inf columns leak probability (both checked)."""
+    from build_tools.distill import prompt_encoder, token_answers
+    from build_tools.distill_data import done_ids, export_tokens, generate, replay
+    from build_tools.distill_train import load_answers
+    from pyodide_app.package_check import load_manifest
+
+    encode = prompt_encoder(synth_package, load_manifest(synth_package))
+    prompts = itertools.islice(mixed_prompts(0), 6)
+    generate(synth_package, tmp_path / "data", prompts, encode, minutes=5, max_tokens=10, slots=4, log=lambda _: 0)
+    assert export_tokens(tmp_path / "data", tmp_path / "answers.npz") == 6
+    replay(synth_package, tmp_path / "answers.npz", tmp_path / "again", minutes=0, log=lambda _: 0)
+    assert done_ids(tmp_path / "again") == set()
+    generated = {a.id: a for a in load_answers(tmp_path / "data")}
+    skip = set(list(generated)[:2])
+    tokens_only = token_answers(tmp_path / "answers.npz", skip)
+    assert sorted(a.id for a in tokens_only) == sorted(set(generated) - skip)
+    for a in tokens_only:
+        b = generated[a.id]
+        assert (a.sequence == b.sequence).all() and a.prompt_len == b.prompt_len
+        assert (a.top_ids[:, 0] == a.sequence[a.prompt_len :]).all() and a.top_ids.shape == b.top_ids.shape
+        if a.mode == "greedy":  # the stored token is the champion's argmax
+            assert (a.top_ids[:, 0] == b.top_ids[:, 0]).all()
+    size = int(max(a.sequence.max() for a in tokens_only)) + 1
+    rng = np.random.default_rng(3)
+    shape = DraftShape(d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=32, output_vocab=size)
+    embedding = rng.normal(size=(size, 16)).astype(np.float32)
+    vocab = np.arange(size)
+    torch.manual_seed(0)
+    model = build_model(shape, embedding, embedding[vocab], 10000.0, 1e-5)
+    with torch.no_grad():
+        hard = float(batch_loss(model, tokens_only, vocab, 0.0))
+        assert float(batch_loss(model, tokens_only, vocab, 1.0)) == pytest.approx(2 * hard, rel=1e-5)
+
+
 def test_batched_champion_equals_champion_onnx(synth_package):
     """Prefill into two slots of different lengths, decode them together, reuse a slot: the logits of every
     step equal champion.onnx's (one sequence at a time) to float32 rounding."""
