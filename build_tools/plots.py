@@ -134,6 +134,10 @@ def _heatmap(result, axes):
     import math
 
     arms, strata, cells = heatmap_cells(result)
+    if not cells:  # a run without greedy requests (bench --prompts 0)
+        axes.text(0.5, 0.5, "no greedy requests in this run", ha="center", va="center")
+        axes.set_axis_off()
+        return
     grid = [[math.nan if v is None else math.log2(v) for v in row] for row in cells]  # log2: 1x is the midpoint
     image = axes.imshow(grid, cmap="RdBu", vmin=-2, vmax=2, aspect="auto")
     axes.set_xticks(range(len(strata)), strata, rotation=30, ha="right", fontsize=8)

@@ -62,3 +62,19 @@ def test_memory_points_count_the_draft_only_where_it_runs(result):
 def test_every_plot_is_written(result, tmp_path):
     for path in write_plots(result, tmp_path):
         assert path.stat().st_size > 5_000, path
+
+
+def test_a_run_without_greedy_requests_still_writes_every_plot(tmp_path):
+    """bench --prompts 0 (sampled requests only): the heat map of greedy speed-ups has no cells and says so
+    (it raised on an empty image and lost the run's plots after bench.json)."""
+    arms = [a for a in ARMS if a.name in SPEED]
+    records = [{**record(arm, "chat", tps), "setting": "sampled"} for arm, tps in SPEED.items()]
+    result = {
+        "arms": [asdict(a) for a in arms],
+        "records": records,
+        "summary": summarize(records, arms),
+        "memory_bytes": {"weights": 100 << 20, "kv": 50 << 20, "scratch": 10 << 20, "draft": 20 << 20},
+        "load": {"warm": {}},
+    }
+    assert heatmap_cells(result)[2] == []
+    assert all(path.exists() for path in write_plots(result, tmp_path))
