@@ -146,9 +146,9 @@ def run_distill(
     )
 
     answers = load_answers(out / "data")
-    replayed = len(answers)
-    if replay_from is not None:  # what the replay's time left out: its tokens alone
-        answers += token_answers(Path(replay_from), {a.id for a in answers})
+    # what the replay's time left out: its tokens alone
+    tokens_only = [] if replay_from is None else token_answers(Path(replay_from), {a.id for a in answers})
+    answers += tokens_only
     eval_answers = load_answers(out / "eval-data")
     eos = manifest["generation"]["eos_ids"]
     # from scratch: EOS and this data's most frequent tokens; continuing a draft: its output ids, then those
@@ -191,7 +191,7 @@ def run_distill(
             "answers": len(answers),
             "answer_tokens": int(sum(len(a.sequence) - a.prompt_len for a in answers)),
             "max_tokens": max_tokens,
-            "tokens_only": len(answers) - replayed,
+            "tokens_only": len(tokens_only),
             "this_run": gen,
         },
         "shape": shape.__dict__,

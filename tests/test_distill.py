@@ -295,12 +295,8 @@ def test_a_capped_replay_leaves_the_rest_to_their_tokens_alone(synth_package, tm
         if a.mode == "greedy":  # the stored token is the champion's argmax
             assert (a.top_ids[:, 0] == b.top_ids[:, 0]).all()
     size = int(max(a.sequence.max() for a in tokens_only)) + 1
-    rng = np.random.default_rng(3)
-    shape = DraftShape(d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=32, output_vocab=size)
-    embedding = rng.normal(size=(size, 16)).astype(np.float32)
     vocab = np.arange(size)
-    torch.manual_seed(0)
-    model = build_model(shape, embedding, embedding[vocab], 10000.0, 1e-5)
+    model = tiny_draft(np.random.default_rng(3), size, vocab)
     with torch.no_grad():
         hard = float(batch_loss(model, tokens_only, vocab, 0.0))
         assert float(batch_loss(model, tokens_only, vocab, 1.0)) == pytest.approx(2 * hard, rel=1e-5)
@@ -351,16 +347,21 @@ def random_answers(count: int, vocab: int, rng: np.random.Generator, k: int = 4)
     return out
 
 
+def tiny_draft(rng, tokens: int, vocab: np.ndarray):
+    """A 1-layer d = 16 draft over `tokens` input ids (random embedding) emitting the ids in `vocab`."""
+    shape = DraftShape(d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=32, output_vocab=len(vocab))
+    embedding = rng.normal(size=(tokens, 16)).astype(np.float32)
+    torch.manual_seed(0)
+    return build_model(shape, embedding, embedding[vocab], 10000.0, 1e-5)
+
+
 def test_the_loss_runs_the_head_on_answer_positions_only_and_equals_the_full_one():
     """batch_loss gathers the answer positions before the head; the same loss over full logits [B, W, V']
     (every position, padding included) picks out the same rows. Fails if a position is off by one (the row
     that predicts answer token j is prompt_len - 1 + j) or a padded row is counted."""
     rng = np.random.default_rng(1)
-    shape = DraftShape(d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ffn=32, output_vocab=40)
-    embedding = rng.normal(size=(64, 16)).astype(np.float32)
     vocab = np.sort(rng.choice(64, 40, replace=False)).astype(np.int64)  # some answer tokens lie outside it
-    torch.manual_seed(0)
-    model = build_model(shape, embedding, embedding[vocab], 10000.0, 1e-5)
+    model = tiny_draft(rng, 64, vocab)
     batch = random_answers(5, 64, rng)
     index_of = np.full(64, -1)
     index_of[vocab] = np.arange(len(vocab))

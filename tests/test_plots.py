@@ -28,14 +28,9 @@ def record(arm: str, stratum: str, tps: float) -> dict:
     }
 
 
-@pytest.fixture
-def result():
+def bench_result(records: list[dict]) -> dict:
+    """A bench.json of these records over SPEED's arms."""
     arms = [a for a in ARMS if a.name in SPEED]
-    records = [
-        record(arm, stratum, tps * (2 if stratum == "code" else 1))
-        for arm, tps in SPEED.items()
-        for stratum in ("chat", "code")
-    ]
     memory = {"weights": 100 << 20, "kv": 50 << 20, "scratch": 10 << 20, "draft": 20 << 20}
     return {
         "arms": [asdict(a) for a in arms],
@@ -44,6 +39,17 @@ def result():
         "memory_bytes": memory,
         "load": {"warm": {}},
     }
+
+
+@pytest.fixture
+def result():
+    return bench_result(
+        [
+            record(arm, stratum, tps * (2 if stratum == "code" else 1))
+            for arm, tps in SPEED.items()
+            for stratum in ("chat", "code")
+        ]
+    )
 
 
 def test_heatmap_cells_are_the_per_stratum_speedups(result):
@@ -67,14 +73,6 @@ def test_every_plot_is_written(result, tmp_path):
 def test_a_run_without_greedy_requests_still_writes_every_plot(tmp_path):
     """bench --prompts 0 (sampled requests only): the heat map of greedy speed-ups has no cells and says so
     (it raised on an empty image and lost the run's plots after bench.json)."""
-    arms = [a for a in ARMS if a.name in SPEED]
-    records = [{**record(arm, "chat", tps), "setting": "sampled"} for arm, tps in SPEED.items()]
-    result = {
-        "arms": [asdict(a) for a in arms],
-        "records": records,
-        "summary": summarize(records, arms),
-        "memory_bytes": {"weights": 100 << 20, "kv": 50 << 20, "scratch": 10 << 20, "draft": 20 << 20},
-        "load": {"warm": {}},
-    }
+    result = bench_result([{**record(arm, "chat", tps), "setting": "sampled"} for arm, tps in SPEED.items()])
     assert heatmap_cells(result)[2] == []
     assert all(path.exists() for path in write_plots(result, tmp_path))
