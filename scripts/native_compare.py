@@ -17,8 +17,10 @@ draft.stop_entropy_bits), to measure what the stop changes in the same run.
 One engine per backend is loaded once; for each prompt (an open question and a rewrite) the arms run
 interleaved, `--repeats` times, each after forgetting the cached context so every arm pays its own
 prefill. Reported per prompt and arm: median end-to-end tokens/s (prefill included; wall clock around
-the whole request), the ratio to `none` measured in the same run, tokens per champion call, accepted /
-proposed, and whether the greedy tokens equal champion-alone's (they must).
+the whole request), median decode tokens/s (after the first round, as the page bench counts: with --sampled
+the arms' answers differ in length, which skews end-to-end speed), each as a ratio to `none` measured in the
+same run, tokens per champion call, accepted / proposed, and whether the greedy tokens equal champion-alone's
+(they must).
 """
 
 from __future__ import annotations
@@ -80,7 +82,12 @@ def run_arm(
         "speculative": {"proposer": proposer, "k": k, "adaptive": False},
     }
     started = time.perf_counter()
-    done = [event for event in engine.chat(request) if event["type"] == "done"][0]
+    first_round = None  # (seconds after the start, tokens) of the first delta: prefill and the first round
+    for event in engine.chat(request):
+        if event["type"] == "delta" and event["tokens"] and first_round is None:
+            first_round = (time.perf_counter() - started, len(event["tokens"]))
+        if event["type"] == "done":
+            done = event
     wall = time.perf_counter() - started
     engine.stop_bits = calibrated
     if done["error"]:
@@ -90,11 +97,20 @@ def run_arm(
         "tokens": done["tokens"],
         "wall_s": wall,
         "tok_s": len(done["tokens"]) / wall,
+        "decode_tok_s": decode_speed(len(done["tokens"]), wall, first_round),
         "per_call": stats["tokens_per_champion_call"],
         "proposed": stats["proposed"],
         "accepted": stats["accepted"],
         "auto": (stats.get("auto") or {}).get("chose"),
     }
+
+
+def decode_speed(tokens: int, wall: float, first_round: tuple[float, int] | None) -> float:
+    """Tokens/s after the first round (prefill excluded, as the page bench counts): sampled arms end their
+    answers at different lengths, so end-to-end speed would weigh one prefill against unequal token counts."""
+    if first_round is None or tokens <= first_round[1] or wall <= first_round[0]:
+        return float("nan")
+    return (tokens - first_round[1]) / (wall - first_round[0])
 
 
 def parse_arm(text: str) -> tuple[str, int, bool]:
@@ -145,29 +161,41 @@ def main() -> None:
         f"backend {args.backend}; draft: {draft}; {args.max_tokens} {setting} tokens; median of {args.repeats} "
         "interleaved runs"
     )
-    print("| prompt | arm | tok/s (end to end) | × none | tokens/call | accepted/proposed | tokens == none |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| prompt | arm | tok/s (end to end) | × none | decode tok/s (after the first round) | × none | tokens/call "
+        "| accepted/proposed | tokens == none |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[float]] = {}
+    decode_ratios: dict[str, list[float]] = {}
     for name in prompts:
         base = runs[(name, "none", 0, True)]
         base_speed = statistics.median(r["tok_s"] for r in base)
+        base_decode = statistics.median(r["decode_tok_s"] for r in base)
         for proposer, k, stop in arms:
             rows = runs[(name, proposer, k, stop)]
             speed = statistics.median(r["tok_s"] for r in rows)
+            decode = statistics.median(r["decode_tok_s"] for r in rows)
             rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
             same = "-" if args.sampled else all(r["tokens"] == base[0]["tokens"] for r in rows)
             label = proposer if proposer == "none" else f"{proposer} k={k}{'' if stop else ' (no stop)'}"
             ratios.setdefault(label, []).append(speed / base_speed)
+            decode_ratios.setdefault(label, []).append(decode / base_decode)
             if rows[0]["auto"]:
                 label += f" ({rows[0]['auto']})"
             print(
-                f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {rows[0]['per_call']:.2f} | {rate} | "
-                f"{same} |"
+                f"| {name} | {label} | {speed:.2f} | {speed / base_speed:.2f} | {decode:.2f} "
+                f"| {decode / base_decode:.2f} | {rows[0]['per_call']:.2f} | {rate} | {same} |"
             )
     if len(prompts) > 2:
-        print("\n| arm | median × none over prompts | lowest | highest |\n|---|---|---|---|")
+        print("\n| arm | median × none over prompts | lowest | highest | decode: median | lowest | highest |")
+        print("|---|---|---|---|---|---|---|")
         for label, values in ratios.items():
-            print(f"| {label} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
+            decoded = decode_ratios[label]
+            print(
+                f"| {label} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} "
+                f"| {statistics.median(decoded):.2f} | {min(decoded):.2f} | {max(decoded):.2f} |"
+            )
     if args.json:
         args.json.write_text(json.dumps({f"{n}|{p}|{k}|{s}": r for (n, p, k, s), r in runs.items()}))
 
