@@ -221,6 +221,17 @@ def batch_loss(model, batch: list[Answer], vocab: np.ndarray, distill_weight: fl
     return (hard + distill_weight * soft) / max(len(positions), 1)
 
 
+def optimizer_step(optimizer, params, loss) -> float:
+    """Backpropagate loss, clip the gradients of params to norm 1, step; -> the loss as a float."""
+    import torch
+
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+
 def train(
     model,
     answers: list[Answer],
@@ -249,12 +260,7 @@ def train(
                 break
             for group in optimizer.param_groups:
                 group["lr"] = cosine_lr(lr, elapsed, budget)
-            loss = batch_loss(model, batch, vocab, distill_weight)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            steps, last = steps + 1, float(loss.detach())
+            steps, last = steps + 1, optimizer_step(optimizer, params, batch_loss(model, batch, vocab, distill_weight))
             if steps % 50 == 0:
                 log(f"[distill] step {steps} epoch {epoch} loss {last:.3f} ({elapsed / 60:.1f} min)")
         epoch += 1

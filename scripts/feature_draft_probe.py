@@ -30,7 +30,6 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from build_tools.distill import prompt_encoder  # noqa: E402
 from build_tools.distill_data import open_champion, read_token_archive  # noqa: E402
 from build_tools.distill_model import Block, RMSNorm, cosine_lr, inverse_frequencies, rope_tables  # noqa: E402
-from build_tools.distill_train import DraftShape, build_model, draft_vocabulary, warm_start  # noqa: E402
+from build_tools.distill_train import DraftShape, build_model, draft_vocabulary, optimizer_step, warm_start  # noqa: E402
 from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import DEFAULT_DRAFT, default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
@@ -53,18 +52,13 @@ BATCH = 16  # sequences per champion call while gathering features
 TEMPERATURE = 0.7
 
 
-@dataclass(frozen=True)
-class BlockShape:
-    d_model: int = 576
-    n_heads: int = 9
-    n_kv_heads: int = 3
-    d_ffn: int = 768
+BLOCK = DraftShape(d_model=576, n_layers=1, n_heads=9, n_kv_heads=3, d_ffn=768)  # the feature draft's one block
 
 
 class FeatureDraft(nn.Module):
     def __init__(self, embedding: torch.Tensor, head_rows: torch.Tensor, norm: torch.Tensor, theta: float, eps: float):
         super().__init__()
-        shape = BlockShape()
+        shape = BLOCK
         d = shape.d_model
         self.embed = nn.Embedding.from_pretrained(embedding, freeze=True)  # the champion's [V, 576]
         self.fc = nn.Linear(2 * d, d, bias=False)
@@ -86,7 +80,7 @@ class FeatureDraft(nn.Module):
 
 
 def macs_per_token(vocab: int) -> int:
-    s = BlockShape()
+    s = BLOCK
     kv = s.n_kv_heads * s.d_model // s.n_heads
     return (
         2 * s.d_model * s.d_model + s.d_model * (2 * s.d_model + 2 * kv) + 3 * s.d_model * s.d_ffn + s.d_model * vocab
@@ -185,12 +179,10 @@ def train(model, data, head_v, minutes: float, seed: int, tokens_per_batch: int 
             predicted = model(feats, nxt)[rows, cols]
             p = torch.softmax(target_logits, -1)
             soft = -(p * torch.log_softmax(model.logits(predicted), -1)).sum(-1).mean()
-            loss = soft + F.smooth_l1_loss(predicted, target_features)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step()
-            steps, last = steps + 1, float(loss.detach())
+            steps, last = (
+                steps + 1,
+                optimizer_step(optimizer, params, soft + F.smooth_l1_loss(predicted, target_features)),
+            )
             if steps % 50 == 0:
                 print(f"[probe] step {steps} epoch {epoch} loss {last:.3f} ({elapsed / 60:.1f} min)", flush=True)
         epoch += 1

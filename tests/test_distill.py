@@ -37,6 +37,7 @@ from build_tools.distill_train import (
     build_model,
     choose_vocabulary,
     draft_vocabulary,
+    optimizer_step,
     tokens_per_call,
     warm_start,
 )
@@ -380,6 +381,23 @@ def test_the_loss_runs_the_head_on_answer_positions_only_and_equals_the_full_one
                 total -= 0.5 * float((p * q[torch.from_numpy(np.maximum(index_of[a.top_ids[j]], 0))]).sum())
                 count += 1
         assert float(batch_loss(model, batch, vocab, 0.5)) == pytest.approx(total / count, rel=1e-5)
+
+
+def test_one_optimizer_step_lowers_its_batchs_loss_and_leaves_the_frozen_embedding():
+    """optimizer_step returns the loss it was given and moves the trainable weights against it. Fails if the
+    step is skipped (the training loop would log losses and never learn) or the frozen embedding moves."""
+    rng = np.random.default_rng(2)
+    vocab = np.arange(48, dtype=np.int64)
+    model = tiny_draft(rng, 64, vocab)
+    batch = random_answers(4, 64, rng)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-2)
+    embedding = model.embed.weight.detach().clone()
+    before = batch_loss(model, batch, vocab, 1.0)
+    given = float(before.detach())
+    assert optimizer_step(optimizer, params, before) == pytest.approx(given)
+    assert float(batch_loss(model, batch, vocab, 1.0).detach()) < given - 1e-3
+    assert torch.equal(model.embed.weight, embedding)
 
 
 def test_batches_hold_every_answer_once_in_similar_lengths():
