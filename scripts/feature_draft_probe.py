@@ -43,13 +43,20 @@ sys.path.insert(0, str(ROOT))
 from build_tools.distill import prompt_encoder  # noqa: E402
 from build_tools.distill_data import open_champion, read_token_archive  # noqa: E402
 from build_tools.distill_model import Block, RMSNorm, cosine_lr, inverse_frequencies, rope_tables  # noqa: E402
-from build_tools.distill_train import DraftShape, build_model, draft_vocabulary, optimizer_step, warm_start  # noqa: E402
+from build_tools.distill_train import (  # noqa: E402
+    DraftShape,
+    build_model,
+    draft_vocabulary,
+    macs_per_token,
+    optimizer_step,
+    warm_start,
+)
 from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import DEFAULT_DRAFT, default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
+from scripts.draft_calibration import SAMPLED  # noqa: E402
 
 BATCH = 16  # sequences per champion call while gathering features
-TEMPERATURE = 0.7
 
 
 BLOCK = DraftShape(d_model=576, n_layers=1, n_heads=9, n_kv_heads=3, d_ffn=768)  # the feature draft's one block
@@ -79,12 +86,11 @@ class FeatureDraft(nn.Module):
         return self.head(self.norm(predicted))
 
 
-def macs_per_token(vocab: int) -> int:
-    s = BLOCK
-    kv = s.n_kv_heads * s.d_model // s.n_heads
-    return (
-        2 * s.d_model * s.d_model + s.d_model * (2 * s.d_model + 2 * kv) + 3 * s.d_model * s.d_ffn + s.d_model * vocab
-    )
+def feature_draft_macs(vocab: int) -> int:
+    """The fc layer's 2d x d, then the block and head as distill_train counts a draft's."""
+    d = BLOCK.d_model
+    config = {"d_model": d, "n_kv_heads": BLOCK.n_kv_heads, "head_dim": d // BLOCK.n_heads, "d_ffn": BLOCK.d_ffn}
+    return 2 * d * d + macs_per_token({**config, "n_layers": 1}, vocab)
 
 
 # -- the champion ---------------------------------------------------------------------------------
@@ -207,13 +213,14 @@ def greedy_answers(champion, head, eos, prompts: list[list[int]], tokens: int) -
 
 
 def overlap(p_logits: torch.Tensor, q_logits: torch.Tensor, vocab: np.ndarray) -> torch.Tensor:
-    """sum_x min(p, q) per row: p the champion at TEMPERATURE, top-p 0.9 [N, V]; q the draft at TEMPERATURE over V'."""
-    p = torch.softmax(p_logits.double() / TEMPERATURE, -1)
+    """sum_x min(p, q) per row: p the champion at SAMPLED's temperature and top-p [N, V]; q the draft at that
+    temperature over V'."""
+    p = torch.softmax(p_logits.double() / SAMPLED.temperature, -1)
     sorted_p, order = p.sort(-1, descending=True)
-    keep = (sorted_p.cumsum(-1) - sorted_p) < 0.9
+    keep = (sorted_p.cumsum(-1) - sorted_p) < SAMPLED.top_p
     p = torch.zeros_like(p).scatter(-1, order, sorted_p * keep)
     p = p / p.sum(-1, keepdim=True)
-    q = torch.softmax(q_logits.double() / TEMPERATURE, -1)
+    q = torch.softmax(q_logits.double() / SAMPLED.temperature, -1)
     return torch.minimum(p[:, torch.from_numpy(vocab)], q).sum(-1)
 
 
@@ -301,7 +308,10 @@ def main() -> None:
     result.update(
         training=training,
         data=gathered,
-        macs_per_token={"feature_draft": macs_per_token(len(vocab)), "champion": 134479872},
+        macs_per_token={
+            "feature_draft": feature_draft_macs(len(vocab)),
+            "champion": macs_per_token(manifest["champion"]["config"], c.vocab_size),
+        },
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
