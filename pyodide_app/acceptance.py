@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
+from operator import sub, truediv
 from typing import Sequence
 
 from .errors import DraftNumericError, ResidualMassError
@@ -106,13 +108,13 @@ def positive_residual(target_row: Sequence, draft_row) -> list:
     raises ResidualMassError. Exact rows: the mass must be > 0.
     """
     q = draft_row.dense(len(target_row))
-    residual = [max(p - q_x, 0) for p, q_x in zip(target_row, q)]
+    residual = list(map(max, map(sub, target_row, q), repeat(0)))  # max(p - q_x, 0), in C-level passes
     mass = total_mass(residual)
     exact = isinstance(mass, (int, Fraction))
     floor = 0 if exact else FLOAT_RESIDUAL_FLOOR
     if (not exact and not math.isfinite(mass)) or mass <= floor:
         raise ResidualMassError(f"residual mass {mass} is at or below the floor {floor}")
-    return [r / mass for r in residual]
+    return list(map(truediv, residual, repeat(mass)))
 
 
 def greedy_decision(target_rows: Sequence[Sequence], drafts: Sequence[int]) -> Decision:

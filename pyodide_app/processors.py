@@ -24,9 +24,9 @@ import struct
 from array import array
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import repeat
+from itertools import compress, repeat
 from numbers import Real
-from operator import sub, truediv
+from operator import le, sub, truediv
 from typing import Iterable, Sequence
 
 from .errors import InvalidSettings, TargetNumericError
@@ -232,7 +232,7 @@ def apply_top_p(probs: list, top_p) -> list:
     # a threshold are sorted: every other token is smaller than all of them, so while the running mass
     # reaches top_p among them, the prefix is the full order's. Else the whole vocabulary is sorted.
     threshold = max(probs) / 4096
-    candidates = [i for i, p in enumerate(probs) if p >= threshold] if threshold > 0 else []
+    candidates = list(compress(range(len(probs)), map(le, repeat(threshold), probs))) if threshold > 0 else []
     kept, reached = _nucleus(probs, sorted(candidates, key=probs.__getitem__, reverse=True), top_p)
     if not reached:
         kept, _ = _nucleus(probs, sorted(range(len(probs)), key=probs.__getitem__, reverse=True), top_p)
@@ -257,6 +257,8 @@ def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[
     row = apply_top_k(row, settings.top_k, ops)
     probs = ops.softmax(row)
     probs = apply_top_p(probs, settings.top_p)
-    if not all(p == p for p in probs) or total_mass(probs) <= 0:
+    # Probabilities are >= 0, so their plain sum (one C-level pass) is NaN exactly when one of them is,
+    # and > 0 exactly when one of them is.
+    if not sum(probs) > 0:
         raise TargetNumericError("processed row has NaN or no mass")
     return probs

@@ -120,6 +120,13 @@ def test_bad_rows_raise_target_numeric_error(logits):
         process_row(logits, SamplingSettings())
 
 
+
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_a_logit_that_overflows_at_the_temperature_is_an_error_not_a_row(top_p):
+    # 1e308 / 0.001 is +inf, so the max-shifted softmax meets inf - inf: NaN, caught only after processing.
+    with pytest.raises(TargetNumericError):
+        process_row([1e308, 0.0], SamplingSettings(temperature=0.001, top_p=top_p))
+
 # ---- the C-level fast paths equal the plain loops they replace ------------------------------------------
 
 
