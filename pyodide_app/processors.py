@@ -30,7 +30,7 @@ from operator import le, sub, truediv
 from typing import Iterable, Sequence
 
 from .errors import InvalidSettings, TargetNumericError
-from .sampling import total_mass
+from .sampling import supported_row, total_mass
 
 # Below this, logit / T can overflow f32 on the GPU (and floats here) for large logits; such a
 # temperature is greedy in all but name, so it is refused rather than computed differently per backend.
@@ -236,12 +236,8 @@ def apply_top_p(probs: list, top_p) -> list:
     kept, reached = _nucleus(probs, sorted(candidates, key=probs.__getitem__, reverse=True), top_p)
     if not reached:
         kept, _ = _nucleus(probs, sorted(range(len(probs)), key=probs.__getitem__, reverse=True), top_p)
-    zero = probs[0] * 0
-    out = [zero] * len(probs)
     kept_mass = total_mass([probs[i] for i in kept])
-    for index in kept:
-        out[index] = probs[index] / kept_mass
-    return out
+    return supported_row(len(probs), probs[0] * 0, {index: probs[index] / kept_mass for index in kept})
 
 
 def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> list:

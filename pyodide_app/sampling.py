@@ -35,13 +35,38 @@ def total_mass(values: Sequence) -> float:
     return sum(values)
 
 
+class SupportedRow(list):
+    """A distribution over the vocabulary (the full list) that also names its support: the ascending indices
+    of its positive entries; every other entry is 0. Top-p keeps a few dozen of 49,152 tokens, so sampling
+    from such a row, or forming its residual after a rejected point-mass draft, reads those entries only."""
+
+    support: tuple[int, ...]
+
+
+def supported_row(size: int, zero, entries: dict) -> SupportedRow:
+    """A SupportedRow of `size` entries: `zero` everywhere but at entries' indices (index -> value)."""
+    row = SupportedRow((zero,))
+    row *= size  # one C-level repeat, as [zero] * size
+    for index, value in entries.items():
+        row[index] = value
+    row.support = tuple(sorted(index for index, value in entries.items() if value > 0))
+    return row
+
+
 def categorical_from_uniform(probs: Sequence, u: float) -> int:
     """Inverse CDF in index order: first i with probs[i] > 0 and cumsum[i] >= u * total.
 
     u is in (0, 1], so a zero-probability index is never returned. Rounding can
     leave the running sum a hair below the target at the end; the last
-    positive index is then the answer.
+    positive index is then the answer. A SupportedRow is read at its support only: the same sums and the
+    same answer, since adding a zero changes no sum (fsum's nor a running one).
     """
+    support = getattr(probs, "support", None)
+    if support:
+        values = [probs[i] for i in support]
+        running = list(accumulate(values, initial=0))[1:]
+        index = bisect_left(running, u * total_mass(values))
+        return support[min(index, len(support) - 1)]
     target = u * total_mass(probs)
     # The running sum over the positive entries, as one C-level accumulate over all of them (adding a zero
     # leaves the sum as it is). Running sums never decrease, so the first index reaching the target is a

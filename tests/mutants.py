@@ -99,11 +99,22 @@ MUTANTS = (
         "pyodide_app/acceptance.py",
         (
             Edit(
-                "residual = [max(p - q_x, 0) for p, q_x in zip(target_row, q)]",
-                "residual = [max(p, 0) for p, q_x in zip(target_row, q)]",
+                "residual = list(map(max, map(sub, target_row, q), repeat(0)))",
+                "residual = list(map(max, target_row, repeat(0)))",
             ),
         ),
         "after a rejection, sample from p instead of norm([p - q]+)",
+    ),
+    Mutant(
+        "py_point_mass_residual_keeps_its_token",
+        "pyodide_app/acceptance.py",
+        (
+            Edit(
+                "residual = {i: max(target_row[i] - (i == token), 0) for i in support}",
+                "residual = {i: max(target_row[i], 0) for i in support}",
+            ),
+        ),
+        "after a rejected copied token, its residual read at p's support keeps the rejected token",
     ),
     Mutant(
         "py_accept_min_1_p",

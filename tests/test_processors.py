@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import pytest
 
-from pyodide_app.errors import InvalidSettings, TargetNumericError
+from pyodide_app.acceptance import PointMass, positive_residual
+from pyodide_app.errors import InvalidSettings, ResidualMassError, TargetNumericError
 from pyodide_app.processors import EXACT, FLOAT, SamplingSettings, apply_top_p, argmax, as_f32, process_row
 from pyodide_app.sampling import categorical_from_uniform, total_mass
 
@@ -120,12 +121,12 @@ def test_bad_rows_raise_target_numeric_error(logits):
         process_row(logits, SamplingSettings())
 
 
-
 @pytest.mark.parametrize("top_p", [1.0, 0.9])
 def test_a_logit_that_overflows_at_the_temperature_is_an_error_not_a_row(top_p):
     # 1e308 / 0.001 is +inf, so the max-shifted softmax meets inf - inf: NaN, caught only after processing.
     with pytest.raises(TargetNumericError):
         process_row([1e308, 0.0], SamplingSettings(temperature=0.001, top_p=top_p))
+
 
 # ---- the C-level fast paths equal the plain loops they replace ------------------------------------------
 
@@ -239,3 +240,39 @@ def test_inverse_cdf_by_bisection_equals_the_running_loop():
             assert categorical_from_uniform(probs, u) == loop_categorical(probs, u), (probs, u)
     exact = [Fraction(0), Fraction(1, 3), Fraction(0), Fraction(2, 3)]
     assert [categorical_from_uniform(exact, u) for u in (Fraction(1, 3), Fraction(1, 2), 1)] == [1, 3, 3]
+
+
+def bits(row):
+    return [(type(v).__name__, v.hex() if isinstance(v, float) else v) for v in row]
+
+
+def test_a_top_p_rows_support_gives_the_full_rows_samples_and_residuals():
+    """Sampling from a processed row, and its residual after a rejected point mass, read only its support:
+    the same tokens and bit-identical residuals as the same row as a plain list (read in full)."""
+    rng = random.Random(17)
+    checked = 0
+    for trial in range(400):
+        size = rng.randint(1, 200)
+        logits = [rng.choice([rng.gauss(0, 4), 9.0, 9.0, 0.0, -math.inf]) for _ in range(size)]
+        if max(logits) == -math.inf:
+            logits[0] = 0.0
+        settings = SamplingSettings(temperature=rng.choice([1, 0.7, 0.3]), top_p=rng.choice([0.1, 0.5, 0.9, 0.99]))
+        row = process_row(logits, settings)
+        plain = list(row)
+        assert row.support == tuple(i for i, p in enumerate(plain) if p > 0)
+        for u in (2.0**-24, rng.random() or 1.0, 1 - 2.0**-24, 1.0):
+            assert categorical_from_uniform(row, u) == categorical_from_uniform(plain, u), (trial, u)
+        for token in (rng.randrange(size), row.support[0], row.support[-1]):
+            try:
+                expected = positive_residual(plain, PointMass(token))
+            except ResidualMassError:
+                with pytest.raises(ResidualMassError):
+                    positive_residual(row, PointMass(token))
+                continue
+            residual = positive_residual(row, PointMass(token))
+            assert bits(residual) == bits(expected), (trial, token)
+            assert residual.support == tuple(i for i, r in enumerate(expected) if r > 0)
+            for u in (2.0**-24, rng.random() or 1.0, 1.0):
+                assert categorical_from_uniform(residual, u) == categorical_from_uniform(expected, u)
+            checked += 1
+    assert checked > 600  # residuals compared (most rows keep more than the rejected token)
