@@ -107,19 +107,18 @@ def positive_residual(target_row: Sequence, draft_row) -> list:
     mass is summed with fsum, and a mass <= FLOAT_RESIDUAL_FLOOR or non-finite
     raises ResidualMassError. Exact rows: the mass must be > 0.
     """
-    support = getattr(target_row, "support", None)
-    if support is not None and isinstance(draft_row, PointMass):
-        return point_mass_residual(target_row, support, draft_row.token)
+    if isinstance(target_row, SupportedRow) and isinstance(draft_row, PointMass):
+        return point_mass_residual(target_row, draft_row.token)
     q = draft_row.dense(len(target_row))
     residual = list(map(max, map(sub, target_row, q), repeat(0)))  # max(p - q_x, 0), in C-level passes
     mass = check_residual_mass(total_mass(residual))
     return list(map(truediv, residual, repeat(mass)))
 
 
-def point_mass_residual(target_row: SupportedRow, support: Sequence[int], token: int) -> SupportedRow:
+def point_mass_residual(target_row: SupportedRow, token: int) -> SupportedRow:
     """positive_residual against q = delta(token), at the target row's support only: [p - q]+ is p there
     but at the token, where it is max(p - 1, 0) = 0 (a processed p is at most 1), and 0 off the support."""
-    residual = {i: max(target_row[i] - (i == token), 0) for i in support}
+    residual = {i: max(target_row[i] - (i == token), 0) for i in target_row.support}
     mass = check_residual_mass(total_mass(list(residual.values())))
     return supported_row(len(target_row), 0 / mass, {i: r / mass for i, r in residual.items()})
 

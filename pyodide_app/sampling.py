@@ -61,8 +61,8 @@ def categorical_from_uniform(probs: Sequence, u: float) -> int:
     positive index is then the answer. A SupportedRow is read at its support only: the same sums and the
     same answer, since adding a zero changes no sum (fsum's nor a running one).
     """
-    support = getattr(probs, "support", None)
-    if support:
+    if isinstance(probs, SupportedRow) and probs.support:
+        support = probs.support
         values = [probs[i] for i in support]
         running = list(accumulate(values, initial=0))[1:]
         index = bisect_left(running, u * total_mass(values))

@@ -110,8 +110,8 @@ MUTANTS = (
         "pyodide_app/acceptance.py",
         (
             Edit(
-                "residual = {i: max(target_row[i] - (i == token), 0) for i in support}",
-                "residual = {i: max(target_row[i], 0) for i in support}",
+                "residual = {i: max(target_row[i] - (i == token), 0) for i in target_row.support}",
+                "residual = {i: max(target_row[i], 0) for i in target_row.support}",
             ),
         ),
         "after a rejected copied token, its residual read at p's support keeps the rejected token",
