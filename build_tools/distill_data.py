@@ -88,10 +88,16 @@ def open_champion(package: Path, slots: int, capacity: int):
 
 
 def sample_top_p(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator) -> int:
+    """A token from the smallest most-probable set of softmax(logits / temperature) holding top_p of its mass.
+    Only entries of at least (1 - top_p) / V are sorted (a 49,152-entry sort took 2.3 ms a row): the others hold
+    less than 1 - top_p in all, so the set is found among them with the cumulative sums a full sort gives."""
     scaled = (logits - logits.max()) / temperature
     probs = np.exp(scaled.astype(np.float64))
     probs /= probs.sum()
-    order = np.argsort(-probs)
+    candidates = np.flatnonzero(probs >= (1 - top_p) / len(probs))
+    order = candidates[np.argsort(-probs[candidates], kind="stable")]
+    if np.cumsum(probs[order])[-1] < top_p:  # rounding left the set short: sort everything
+        order = np.argsort(-probs, kind="stable")
     cumulative = np.cumsum(probs[order])
     keep = order[: int(np.searchsorted(cumulative, top_p) + 1)]
     return int(rng.choice(keep, p=probs[keep] / probs[keep].sum()))

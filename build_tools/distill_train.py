@@ -100,6 +100,49 @@ def build_model(shape: DraftShape, embedding: np.ndarray, head_init: np.ndarray,
     return Draft(shape, embedding, head_init, rope_theta, rms_eps)
 
 
+BLOCK_TENSORS = {  # distill_model.Block attribute -> the GGUF tensor name of that projection
+    "q": "attn_q",
+    "k": "attn_k",
+    "v": "attn_v",
+    "o": "attn_output",
+    "gate": "ffn_gate",
+    "up": "ffn_up",
+    "down": "ffn_down",
+}
+
+
+def champion_shape(config, n_layers: int, output_vocab: int) -> DraftShape:
+    """A draft as wide as the champion (its d_model, heads, KV heads and d_ffn) with n_layers blocks."""
+    return DraftShape(config.d_model, n_layers, config.n_heads, config.n_kv_heads, config.d_ffn, output_vocab)
+
+
+def from_champion_blocks(source, layers: list[int], vocab: np.ndarray):
+    """A draft that starts as a shortened champion (a ModelSource): its embedding (frozen), its blocks `layers` in
+    that order, its final norm, and its head rows for `vocab`. Fine-tuning then makes the few blocks stand in for
+    all of them, starting from pretrained weights rather than random ones. -> (distill_model.Draft, its shape)."""
+    import torch
+
+    from .reference import dequantize
+
+    config = source.config
+    weights = {name: dequantize(tensor) for name, tensor in source.tensors.items()}  # [out, in] projections
+    if not layers or any(not 0 <= i < config.n_layers for i in layers):
+        raise ValueError(f"champion layers {layers}: each must be in 0..{config.n_layers - 1}")
+    shape = champion_shape(config, len(layers), len(vocab))
+    embedding = weights["token_embd.weight"]
+    head = embedding if config.tied_embeddings else weights["output.weight"]
+    model = build_model(shape, embedding, head[vocab], config.rope_theta, config.rms_eps)
+    tensor = lambda name: torch.from_numpy(np.ascontiguousarray(weights[name], np.float32))  # noqa: E731
+    with torch.no_grad():
+        for block, i in zip(model.blocks, layers):
+            for part, name in BLOCK_TENSORS.items():
+                getattr(block, part).weight.copy_(tensor(f"blk.{i}.{name}.weight"))
+            block.attn_norm.weight.copy_(tensor(f"blk.{i}.attn_norm.weight"))
+            block.ffn_norm.weight.copy_(tensor(f"blk.{i}.ffn_norm.weight"))
+        model.norm.weight.copy_(tensor("output_norm.weight"))
+    return model, shape
+
+
 def projected_embedding(champion_embedding: np.ndarray, d_model: int) -> np.ndarray:
     """E [V, D] -> E @ P [V, d]: P = the top-d right singular directions of E (variance kept per row norm)."""
     gram = champion_embedding.T.astype(np.float64) @ champion_embedding.astype(np.float64)

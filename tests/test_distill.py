@@ -18,7 +18,7 @@ import torch
 
 from build_tools.distill import champion_source, onnx_gap
 from build_tools.distill_champion import BatchedChampion
-from build_tools.distill_data import pending_jobs
+from build_tools.distill_data import pending_jobs, sample_top_p
 from build_tools.distill_found import (
     FOLLOW_UPS,
     FOUND_PER_TEMPLATE,
@@ -37,6 +37,7 @@ from build_tools.distill_train import (
     build_model,
     choose_vocabulary,
     draft_vocabulary,
+    from_champion_blocks,
     optimizer_step,
     tokens_per_call,
     warm_start,
@@ -327,6 +328,52 @@ def test_batched_champion_equals_champion_onnx(synth_package):
     onnx.reset()
     worst = max(worst, float(np.abs(onnx.run_array([1, 44, 45])[-1] - reused.numpy()).max()))
     assert worst < 1e-4, worst
+
+
+def test_a_draft_from_every_champion_block_computes_the_champions_logits(synth_package):
+    """from_champion_blocks with all of the champion's blocks in order is the champion itself, at the head rows it
+    keeps; a draft from fewer blocks computes something else. Fails when a projection, a norm or the head rows are
+    copied from the wrong tensor, or when the blocks are taken out of order."""
+    source, _ = champion_source(synth_package)
+    c = source.config
+    batched = BatchedChampion(source.config, source.tensors, slots=1, capacity=64)
+    sequence = torch.tensor([[1, 70, 80, 90, 33, 12, 44]])
+    expected = batched.feed([0], sequence, first_row=0)[0]  # [T, V]
+    vocab = np.asarray([2, 5, 33, 70, 71, c.vocab_size - 1])
+    whole, shape = from_champion_blocks(source, list(range(c.n_layers)), vocab)
+    assert (shape.d_model, shape.n_layers, shape.output_vocab) == (c.d_model, c.n_layers, len(vocab))
+    with torch.no_grad():
+        got = whole(sequence)[0]
+    assert float((got - expected[:, vocab]).abs().max()) < 1e-4
+    shortened, _ = from_champion_blocks(source, list(range(c.n_layers))[::-1], vocab)
+    with torch.no_grad():
+        assert float((shortened(sequence)[0] - expected[:, vocab]).abs().max()) > 1e-2
+    with pytest.raises(ValueError, match="champion layers"):
+        from_champion_blocks(source, [c.n_layers], vocab)
+
+
+def test_top_p_sampling_sorts_only_the_entries_that_can_hold_the_mass():
+    """sample_top_p draws, for the same generator state, the token a full sort of the row gives: on peaked, flat
+    and heavy-tailed rows and at several temperatures and top-p. Fails when the candidate cut can drop an entry of
+    the top-p set (a cut above (1 - top_p) / V without the full-sort fallback)."""
+
+    def full_sort(logits, temperature, top_p, rng):
+        probs = np.exp(((logits - logits.max()) / temperature).astype(np.float64))
+        probs /= probs.sum()
+        order = np.argsort(-probs, kind="stable")
+        keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p) + 1)]
+        return int(rng.choice(keep, p=probs[keep] / probs[keep].sum()))
+
+    rng = np.random.default_rng(7)
+    rows = [rng.normal(0, scale, 4096).astype(np.float32) for scale in (0.01, 0.5, 2.0, 8.0)]
+    rows.append(np.zeros(4096, np.float32))
+    rows.append(rng.standard_cauchy(4096).astype(np.float32))
+    for i, row in enumerate(rows):
+        for temperature, top_p in ((0.8, 0.95), (0.7, 0.9), (1.0, 0.999), (1.5, 0.5)):
+            for draw in range(5):
+                seed = [i, draw]
+                got = sample_top_p(row, temperature, top_p, np.random.default_rng(seed))
+                assert got == full_sort(row, temperature, top_p, np.random.default_rng(seed))
 
 
 def random_answers(count: int, vocab: int, rng: np.random.Generator, k: int = 4) -> list[Answer]:
