@@ -46,7 +46,7 @@ PROMPT_STREAMS = {  # --prompts: name -> (seed -> endless prompt items, what pro
     "selfinstruct": (
         self_instruct_prompts,
         "build_tools/distill_found.py self_instruct_prompts (distill_selfinstruct_prompts.jsonl.gz, "
-        "distill_followup_prompts.jsonl.gz, then mixed)",
+        "distill_followup_prompts.jsonl.gz, distill_selfinstruct2_prompts.jsonl.gz, then mixed)",
     ),
 }
 
@@ -130,7 +130,9 @@ def run_distill(
         replay(package, Path(replay_from), out / "data", replay_minutes, log=log)
     stream_of, generator = PROMPT_STREAMS[prompts]
     stream = stream_of(seed) if max_answers is None else itertools.islice(stream_of(seed), max_answers)
-    gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, log=log)
+    archived = frozenset() if replay_from is None else frozenset(m["id"] for m, _, _ in read_token_archive(replay_from))
+    # a capped replay leaves archived answers out of data/: they train on their tokens, and are not answered again
+    gen = generate(package, out / "data", stream, encode, generate_minutes, max_tokens, seed, skip=archived, log=log)
     log(f"[distill] data: +{gen['answers']} answers (+{gen['tokens']} tokens) this run, {gen['total_answers']} in all")
     held_out = evaluation_prompts(eval_per_task)
     generate(

@@ -176,14 +176,16 @@ def generate(
     seed: int = 0,
     sampled_every: int = 3,
     slots: int = SLOTS,
+    skip: frozenset[str] = frozenset(),
     log=print,
 ) -> dict:
-    """Answer prompts not yet in `folder`, taking new ones until `minutes` pass (answers under way finish)."""
+    """Answer prompts not yet in `folder` nor in `skip` (ids answered elsewhere, e.g. in a replay archive), taking
+    new ones until `minutes` pass (answers under way finish)."""
     import torch
 
     folder.mkdir(parents=True, exist_ok=True)
     champion, eos = open_champion(package, slots, CAPACITY)
-    jobs = pending_jobs(prompts, done_ids(folder), encode, seed, sampled_every)
+    jobs = pending_jobs(prompts, done_ids(folder) | skip, encode, seed, sampled_every)
     shard, started = next_shard_number(folder), time.monotonic()
     active: dict[int, Job] = {}  # slot -> job
     done: list[dict] = []

@@ -6,7 +6,8 @@ where an earlier one stopped:
 `self_instruct_prompts(seed)` (`--prompts selfinstruct`): the user turns the champion wrote itself across seed
 kinds, subjects and tones (frozen by scripts/self_instruct_prompts.py into distill_selfinstruct_prompts.jsonl.gz),
 then two-turn chats that continue answered prompts with a user's follow-up (frozen by scripts/followup_prompts.py
-into distill_followup_prompts.jsonl.gz), then the mixed stream.
+into distill_followup_prompts.jsonl.gz), then a second self-instruct round aimed at the kinds the draft agreed
+with least (`--round 2`: distill_selfinstruct2_prompts.jsonl.gz), then the mixed stream.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .distill_prompts import training_prompts
 
 FOUND = Path(__file__).with_name("distill_found_prompts.jsonl.gz")
 SELF_INSTRUCT = Path(__file__).with_name("distill_selfinstruct_prompts.jsonl.gz")
+SELF_INSTRUCT_2 = Path(__file__).with_name("distill_selfinstruct2_prompts.jsonl.gz")
 FOLLOW_UPS = Path(__file__).with_name("distill_followup_prompts.jsonl.gz")
 FOUND_PER_TEMPLATE = 2
 
@@ -45,8 +47,9 @@ def mixed_prompts(seed: int) -> Iterator[dict]:
 
 
 def self_instruct_prompts(seed: int) -> Iterator[dict]:
-    """Every self-instruct prompt, every follow-up chat, then the mixed stream (whose answered prompts a resumed
-    run skips)."""
+    """Every self-instruct prompt, every follow-up chat, every second-round self-instruct prompt, then the mixed
+    stream (whose answered prompts a resumed run skips)."""
     yield from frozen_prompts(SELF_INSTRUCT)
     yield from frozen_prompts(FOLLOW_UPS)
+    yield from frozen_prompts(SELF_INSTRUCT_2)
     yield from mixed_prompts(seed)

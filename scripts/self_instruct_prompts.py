@@ -14,6 +14,14 @@ Written once to build_tools/distill_selfinstruct_prompts.jsonl.gz ({id, task, pr
 training on it is `build_tools distill` work. Run (about 2.5 replies/s on this 2-core machine):
 
     .venv/bin/python scripts/self_instruct_prompts.py [--minutes 30] [--seed 0]
+
+Round 2 (`--round 2`, into distill_selfinstruct2_prompts.jsonl.gz, ids si2-N) asks for the kinds the shipped
+draft agreed with least on the independent set (structured 11%, creative 18%, multilingual 27%, explanation 28%,
+summary 29%, long inputs 31%): tables and bullet points from given rows or text, stories and short poems,
+messages written in other languages, why- and how-questions and worked calculations, notes, passages and code
+pasted in with a question (replies up to 900 characters, 240 tokens). The frozen file: 1,096 replies kept of
+1,285, from `--round 2 --seed 2 --minutes 11 --keep DIR` and the same command with `--minutes 8.5` resumed in DIR
+(2026-12-03; about 1 reply/s, 93 tokens/s: every reply is sampled, so the sampler dominates).
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from build_tools.distill_data import generate  # noqa: E402
-from build_tools.distill_found import SELF_INSTRUCT  # noqa: E402
+from build_tools.distill_found import SELF_INSTRUCT, SELF_INSTRUCT_2  # noqa: E402
 from build_tools.distill_train import load_answers  # noqa: E402
 from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
@@ -57,6 +65,28 @@ KINDS = {  # kind -> what the champion is asked to write
     "compare": "a question comparing two options related to {subject}",
     "creative": "a request for a short story, poem or slogan about {subject}",
     "translate": "a request to translate a sentence about {subject} into another language, including the sentence",
+}
+KINDS_2 = {  # round 2: the kinds the shipped draft agreed with least on the independent set
+    "table": "a request to turn a few comma-separated rows about {subject} into a table, including the rows",
+    "bullets": "a request to turn a paragraph about {subject} into bullet points, including the paragraph",
+    "format": "a request to reformat a short list about {subject} as numbered steps or a checklist, including it",
+    "story": "a request for the opening of a short story involving {subject}, with a word limit",
+    "poem": "a request for a haiku, a limerick or a short rhyming poem about {subject}",
+    "foreign": "a question about {subject} written in {language}",
+    "foreign-task": "a request written in {language} for a short email or note about {subject}",
+    "idiom": "a question about what a saying or phrase in {language} means and when to use it",
+    "why": "a question asking why something happens or how it works, related to {subject}",
+    "calculate": "a small arithmetic or unit conversion question about {subject} that asks to show the working",
+    "notes": "a request to summarise several lines of meeting notes about {subject} and list the action items, "
+    "including the notes",
+    "passage": "a question about a paragraph on {subject} that asks what reasons it gives, including the paragraph",
+    "review": "a request to check a short piece of code related to {subject} for mistakes, including the code",
+    "one-line": "a request to summarise a few sentences about {subject} in one sentence, including the sentences",
+}
+LANGUAGES_2 = ("Spanish", "French", "German", "Portuguese", "Italian", "Dutch", "Chinese", "Japanese")
+ROUNDS = {  # round -> (kinds, the frozen file, id prefix, longest reply kept in characters)
+    1: (KINDS, OUT, "si", 400),
+    2: (KINDS_2, SELF_INSTRUCT_2, "si2", 900),
 }
 TONES = (
     "casual",
@@ -93,17 +123,20 @@ def subjects() -> list[str]:
     return sorted({s for s in [*EVERYDAY, *more] if s})
 
 
-def requests(seed: int):
+def requests(seed: int, round_: int = 1):
     """Endless {id, task, prompt, seed} items asking the champion for one user message each."""
     rng = random.Random(seed)
-    topics, kinds = subjects(), sorted(KINDS)
+    table, _, prefix, _ = ROUNDS[round_]
+    topics, kinds = subjects(), sorted(table)
     index = 0
     while True:
         kind, subject, tone = rng.choice(kinds), rng.choice(topics), rng.choice(TONES)
-        ask = KINDS[kind].format(subject=subject)
+        language = rng.choice(LANGUAGES_2) if round_ > 1 else None
+        ask = table[kind].format(subject=subject, language=language)
         prompt = f"You are talking with a user who is {tone}. The user's next message is {ask}."
-        yield {"id": f"si-{index}", "task": f"self_instruct/{kind}", "prompt": prompt,
-               "seed": {"kind": kind, "subject": subject, "tone": tone}}  # fmt: skip
+        named = "{language}" in table[kind]
+        chosen = {"kind": kind, "subject": subject, "tone": tone, **({"language": language} if named else {})}
+        yield {"id": f"{prefix}-{index}", "task": f"self_instruct/{kind}", "prompt": prompt, "seed": chosen}
         index += 1
 
 
@@ -113,7 +146,7 @@ OFFENSIVE = re.compile(
 LABEL = re.compile(r"^(?:\*\*)?(?:user(?:'s)? message|message|question|request|user|prompt)\s*:\s*(?:\*\*)?\s*", re.I)
 
 
-def clean(text: str) -> str | None:
+def clean(text: str, longest: int = 400) -> str | None:
     """The message the champion wrote, or None when it is not one."""
     text = text.strip()
     text = LABEL.sub("", text).strip()
@@ -122,7 +155,7 @@ def clean(text: str) -> str | None:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     letters = sum(c.isalpha() or c.isspace() for c in text)
-    if not 15 <= len(text) <= 400 or letters < 0.7 * len(text) or OFFENSIVE.search(text):
+    if not 15 <= len(text) <= longest or letters < 0.7 * len(text) or OFFENSIVE.search(text):
         return None
     return text
 
@@ -157,38 +190,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--round", type=int, choices=sorted(ROUNDS), default=1)
     parser.add_argument("--keep", type=Path, help="keep the champion's raw replies in this folder")
     args = parser.parse_args()
     package = default_package()
     manifest = load_manifest(package)
     tokenizer = Tokenizer.from_json((package / manifest["tokenizer"]).read_text())
+    _, out, _, longest = ROUNDS[args.round]
     folder = args.keep or Path(tempfile.mkdtemp()) / "replies"
     report = generate(
         package,
         folder,
-        requests(args.seed),
+        requests(args.seed, args.round),
         user_turn_encoder(package, manifest),
         args.minutes,
-        max_tokens=96,
+        max_tokens=96 if args.round == 1 else 240,
         seed=args.seed,
         sampled_every=1,
     )
     print(f"[self-instruct] {report}")
-    seeds = {item["id"]: item for item, _ in zip(requests(args.seed), range(report["total_answers"] * 2))}
+    seeds = {item["id"]: item for item, _ in zip(requests(args.seed, args.round), range(report["total_answers"] * 2))}
     banned, seen, kept = evaluation_six_grams(), set(), []
     eos = set(manifest["generation"]["eos_ids"])
     for answer in sorted(load_answers(folder), key=lambda a: int(a.id.split("-")[1])):
         reply = [int(t) for t in answer.sequence[answer.prompt_len :] if int(t) not in eos]
-        text = clean(tokenizer.decode(reply))
+        text = clean(tokenizer.decode(reply), longest)
         if text is None or text.lower() in seen or six_grams(text) & banned:
             continue
         seen.add(text.lower())
         item = seeds[answer.id]
         kept.append({"id": answer.id, "task": item["task"], "prompt": text, "seed": item["seed"]})
-    with gzip.open(OUT, "wt", encoding="utf-8") as out:
+    with gzip.open(out, "wt", encoding="utf-8") as lines:
         for row in kept:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"[self-instruct] kept {len(kept)} of {report['total_answers']} replies -> {OUT.relative_to(ROOT)}")
+            lines.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"[self-instruct] kept {len(kept)} of {report['total_answers']} replies -> {out.relative_to(ROOT)}")
     if args.keep is None:
         shutil.rmtree(folder.parent, ignore_errors=True)
 

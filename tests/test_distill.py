@@ -23,6 +23,7 @@ from build_tools.distill_found import (
     FOLLOW_UPS,
     FOUND_PER_TEMPLATE,
     SELF_INSTRUCT,
+    SELF_INSTRUCT_2,
     found_prompts,
     frozen_prompts,
     mixed_prompts,
@@ -78,17 +79,19 @@ def test_the_mixed_stream_interleaves_found_and_template_prompts_in_a_fixed_orde
 
 def test_the_self_instruct_stream_answers_every_written_prompt_then_the_follow_ups_then_the_mixed_stream():
     """Every prompt of the frozen self-instruct file once, in file order, then every two-turn follow-up chat, then
-    the mixed stream from its start (a run that continues the shipped draft's data skips the mixed prompts
-    already answered); both answer modes occur among the written prompts and among the follow-ups. Fails if the
-    stream drops, repeats or reorders prompts."""
-    written, chats = frozen_prompts(SELF_INSTRUCT), frozen_prompts(FOLLOW_UPS)
-    stream = list(itertools.islice(self_instruct_prompts(0), len(written) + len(chats) + 30))
-    assert stream[: len(written)] == written and stream[len(written) : len(written) + len(chats)] == chats
-    assert stream[len(written) + len(chats) :] == list(itertools.islice(mixed_prompts(0), 30))
+    every prompt of the second self-instruct round, then the mixed stream from its start (a run that continues the
+    shipped draft's data skips the prompts already answered); both answer modes occur in each frozen part. Fails
+    if the stream drops, repeats or reorders prompts."""
+    parts = [frozen_prompts(SELF_INSTRUCT), frozen_prompts(FOLLOW_UPS), frozen_prompts(SELF_INSTRUCT_2)]
+    frozen = sum(len(part) for part in parts)
+    stream = list(itertools.islice(self_instruct_prompts(0), frozen + 30))
+    assert stream[:frozen] == [item for part in parts for item in part]
+    assert stream[frozen:] == list(itertools.islice(mixed_prompts(0), 30))
     assert len({p["id"] for p in stream}) == len(stream)
-    assert all(p["task"].startswith("self_instruct/") and p["prompt"].strip() for p in written)
+    written, chats, second = parts
+    assert all(p["task"].startswith("self_instruct/") and p["prompt"].strip() for p in written + second)
     assert all(p["task"].startswith("followup/") and p["messages"][-1]["content"].strip() for p in chats)
-    for prompts in (written[:60], chats[:60]):
+    for prompts in (written[:60], chats[:60], second[:60]):
         assert {job.mode for job in pending_jobs(prompts, set(), lambda m: [1], 0, 3)} == {"greedy", "sampled"}
 
 
@@ -212,7 +215,8 @@ def test_distill_tiny_end_to_end_and_resumable(synth_package, tmp_path):
 def test_distill_continues_a_draft_on_the_mixed_stream(synth_package, tmp_path):
     """`--warm-start` trains on from an earlier draft (its weights and output vocabulary), `--replay` rebuilds
     the earlier run's answers from their token ids first, `--prompts mixed` answers found prompts (multi-message
-    ones too) and templates, and the provenance says so."""
+    ones too) and templates, and the provenance says so; with `--replay-minutes 0` the archive's prompts are not
+    answered again (they train on their stored tokens)."""
     from build_tools.distill_data import export_tokens
 
     common = ["distill", "--champion", str(synth_package), "--minutes", "0.03", "--shape", "tiny"]
@@ -235,6 +239,16 @@ def test_distill_continues_a_draft_on_the_mixed_stream(synth_package, tmp_path):
     assert "mixed_prompts" in provenance["training_prompts"]["generator"]
     entries = [json.loads((tmp_path / name / "draft.json").read_text()) for name in ("first", "second")]
     assert entries[0]["id_map"] == entries[1]["id_map"]  # the earlier draft's output vocabulary, not a new one
+    # a replay capped at 0 min rebuilds nothing, and the archive's prompts are not answered again
+    third = run_build_tools(
+        *common[:-1], "28", *("--out", str(tmp_path / "third"), "--replay", str(tmp_path / "answers.npz")),
+        *("--replay-minutes", "0"),
+    )  # fmt: skip
+    assert third.returncode == 0, third.stderr[-2000:]
+    ids = [json.loads(line)["id"] for line in (tmp_path / "third" / "data" / "index.jsonl").read_text().splitlines()]
+    assert sorted(ids) == [f"s0-{i}" for i in range(24, 28)]
+    data = json.loads((tmp_path / "third" / "provenance.json").read_text())["data"]
+    assert (data["answers"], data["tokens_only"], data["this_run"]["answers"]) == (28, 24, 4)
 
 
 def synth_source(tmp_path):

@@ -8,8 +8,10 @@ import itertools
 import json
 import re
 
+import pytest
+
 from build_tools.distill_data import messages_of
-from build_tools.distill_found import FOLLOW_UPS, SELF_INSTRUCT, found_prompts, frozen_prompts
+from build_tools.distill_found import FOLLOW_UPS, SELF_INSTRUCT, SELF_INSTRUCT_2, found_prompts, frozen_prompts
 from build_tools.distill_prompts import training_prompts
 from build_tools.eval_set import INDEPENDENT as EVAL_SET
 from build_tools.eval_set import independent_items
@@ -67,11 +69,12 @@ def test_it_shares_no_text_with_the_found_prompts():
         assert not (shingles(text) & eval_shingles), item["id"]
 
 
-def test_it_shares_no_text_with_the_self_instruct_prompts():
-    """Nor with the user messages the champion wrote itself (scripts/self_instruct_prompts.py, which drops any
-    reply sharing a 6-word sequence with this set; this re-checks the frozen file)."""
+@pytest.mark.parametrize("frozen", [SELF_INSTRUCT, SELF_INSTRUCT_2], ids=["round 1", "round 2"])
+def test_it_shares_no_text_with_the_self_instruct_prompts(frozen):
+    """Nor with the user messages the champion wrote itself in either round (scripts/self_instruct_prompts.py,
+    which drops any reply sharing a 6-word sequence with this set; this re-checks the frozen files)."""
     eval_shingles = set().union(*(shingles(t) for t in texts()))
-    written = frozen_prompts(SELF_INSTRUCT)
+    written = frozen_prompts(frozen)
     assert len(written) >= 1000 and len({item["id"] for item in written}) == len(written)
     for item in written:
         assert not (shingles(item["prompt"]) & eval_shingles), item["id"]
