@@ -106,15 +106,15 @@ MUTANTS = (
         "after a rejection, sample from p instead of norm([p - q]+)",
     ),
     Mutant(
-        "py_point_mass_residual_keeps_its_token",
+        "py_supported_residual_ignores_q",
         "pyodide_app/acceptance.py",
         (
             Edit(
-                "residual = {i: max(target_row[i] - (i == token), 0) for i in target_row.support}",
+                "residual = {i: max(target_row[i] - draft_row.prob(i), 0) for i in target_row.support}",
                 "residual = {i: max(target_row[i], 0) for i in target_row.support}",
             ),
         ),
-        "after a rejected copied token, its residual read at p's support keeps the rejected token",
+        "after a rejection of a top-p row's draft, its residual read at p's support ignores q (keeps the token)",
     ),
     Mutant(
         "py_accept_min_1_p",

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import pytest
 
-from pyodide_app.acceptance import PointMass, positive_residual
+from pyodide_app.acceptance import FullRow, PointMass, ReducedRow, positive_residual
 from pyodide_app.errors import InvalidSettings, ResidualMassError, TargetNumericError
 from pyodide_app.processors import EXACT, FLOAT, SamplingSettings, apply_top_p, argmax, as_f32, process_row
 from pyodide_app.sampling import categorical_from_uniform, total_mass
@@ -247,8 +247,10 @@ def bits(row):
 
 
 def test_a_top_p_rows_support_gives_the_full_rows_samples_and_residuals():
-    """Sampling from a processed row, and its residual after a rejected point mass, read only its support:
-    the same tokens and bit-identical residuals as the same row as a plain list (read in full)."""
+    """Sampling from a processed row, and its residual after a rejected draft (a point mass, a full row, a reduced
+    row), read only its support: the same tokens and bit-identical residuals as the same row as a plain list (read
+    in full); a draft row with a NaN outside the support still fails the round. Fails when the support-only
+    residual ignores q, keeps the rejected token, or skips the NaN check."""
     rng = random.Random(17)
     checked = 0
     for trial in range(400):
@@ -262,17 +264,28 @@ def test_a_top_p_rows_support_gives_the_full_rows_samples_and_residuals():
         assert row.support == tuple(i for i, p in enumerate(plain) if p > 0)
         for u in (2.0**-24, rng.random() or 1.0, 1 - 2.0**-24, 1.0):
             assert categorical_from_uniform(row, u) == categorical_from_uniform(plain, u), (trial, u)
-        for token in (rng.randrange(size), row.support[0], row.support[-1]):
+        drafts = [PointMass(token) for token in (rng.randrange(size), row.support[0], row.support[-1])]
+        q = [rng.random() ** 3 for _ in range(size)]
+        drafts.append(FullRow([x / sum(q) for x in q]))
+        ids = sorted(rng.sample(range(size), max(1, size // 3)))
+        drafts.append(ReducedRow(ids, [q[i] / sum(q[j] for j in ids) for i in ids]))
+        for draft in drafts:
             try:
-                expected = positive_residual(plain, PointMass(token))
+                expected = positive_residual(plain, draft)
             except ResidualMassError:
                 with pytest.raises(ResidualMassError):
-                    positive_residual(row, PointMass(token))
+                    positive_residual(row, draft)
                 continue
-            residual = positive_residual(row, PointMass(token))
-            assert bits(residual) == bits(expected), (trial, token)
+            residual = positive_residual(row, draft)
+            assert bits(residual) == bits(expected), (trial, draft)
             assert residual.support == tuple(i for i, r in enumerate(expected) if r > 0)
             for u in (2.0**-24, rng.random() or 1.0, 1.0):
                 assert categorical_from_uniform(residual, u) == categorical_from_uniform(expected, u)
             checked += 1
-    assert checked > 600  # residuals compared (most rows keep more than the rejected token)
+        outside = [i for i in range(size) if i not in row.support]
+        if outside:
+            broken = [x / sum(q) for x in q]
+            broken[outside[0]] = math.nan
+            with pytest.raises(ResidualMassError):
+                positive_residual(row, FullRow(broken))
+    assert checked > 1000  # residuals compared (most rows keep more than the rejected token)
