@@ -44,7 +44,7 @@ class BatchedChampion:
         A view when the slots are 0..b-1 in order (a full batch: copying 30 layers' keys and values took about
         half of a 64-slot decode step), else a gathered copy."""
         b = len(index)
-        if b <= cache.shape[0] and bool((index == torch.arange(b)).all()):
+        if bool((index == torch.arange(b)).all()):
             return cache[:b, :, :span]
         return cache[index, :, :span]
 

@@ -111,11 +111,6 @@ BLOCK_TENSORS = {  # distill_model.Block attribute -> the GGUF tensor name of th
 }
 
 
-def champion_shape(config, n_layers: int, output_vocab: int) -> DraftShape:
-    """A draft as wide as the champion (its d_model, heads, KV heads and d_ffn) with n_layers blocks."""
-    return DraftShape(config.d_model, n_layers, config.n_heads, config.n_kv_heads, config.d_ffn, output_vocab)
-
-
 def from_champion_blocks(source, layers: list[int], vocab: np.ndarray):
     """A draft that starts as a shortened champion (a ModelSource): its embedding (frozen), its blocks `layers` in
     that order, its final norm, and its head rows for `vocab`. Fine-tuning then makes the few blocks stand in for
@@ -125,14 +120,14 @@ def from_champion_blocks(source, layers: list[int], vocab: np.ndarray):
     from .reference import dequantize
 
     config = source.config
-    weights = {name: dequantize(tensor) for name, tensor in source.tensors.items()}  # [out, in] projections
     if not layers or any(not 0 <= i < config.n_layers for i in layers):
         raise ValueError(f"champion layers {layers}: each must be in 0..{config.n_layers - 1}")
-    shape = champion_shape(config, len(layers), len(vocab))
-    embedding = weights["token_embd.weight"]
-    head = embedding if config.tied_embeddings else weights["output.weight"]
+    shape = DraftShape(config.d_model, len(layers), config.n_heads, config.n_kv_heads, config.d_ffn, len(vocab))
+    embedding = dequantize(source.tensors["token_embd.weight"])  # [V, D]
+    head = embedding if config.tied_embeddings else dequantize(source.tensors["output.weight"])
     model = build_model(shape, embedding, head[vocab], config.rope_theta, config.rms_eps)
-    tensor = lambda name: torch.from_numpy(np.ascontiguousarray(weights[name], np.float32))  # noqa: E731
+    # only the blocks kept are dequantized ([out, in] projections)
+    tensor = lambda name: torch.from_numpy(np.ascontiguousarray(dequantize(source.tensors[name]), np.float32))  # noqa: E731
     with torch.no_grad():
         for block, i in zip(model.blocks, layers):
             for part, name in BLOCK_TENSORS.items():
@@ -204,6 +199,20 @@ def warm_start(model, draft_onnx: Path, vocab: np.ndarray) -> int:
         model.norm.weight.copy_(torch.from_numpy(norms[-1]))
         model.head.weight[torch.from_numpy(rows)] = table("head")
     return layers
+
+
+def prebuilt_model(folder: Path, vocab_size: int, rms_eps: float):
+    """A prebuilt draft folder (draft.json, draft.onnx) as a distill_model.Draft holding its exported weights,
+    in eval mode -> (model, its output vocabulary int64 [V'])."""
+    config = json.loads((folder / "draft.json").read_text())["config"]
+    vocab = draft_vocabulary(folder / "draft.onnx")
+    shape = DraftShape(
+        **{k: config[k] for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ffn")}, output_vocab=len(vocab)
+    )
+    zeros = lambda rows: np.zeros((rows, shape.d_model), np.float32)  # noqa: E731  (warm_start overwrites them)
+    model = build_model(shape, zeros(vocab_size), zeros(len(vocab)), config["rope_theta"], rms_eps)
+    warm_start(model, folder / "draft.onnx", vocab)
+    return model.eval(), vocab
 
 
 # -- training -------------------------------------------------------------------------------------

@@ -43,14 +43,7 @@ sys.path.insert(0, str(ROOT))
 from build_tools.distill import prompt_encoder  # noqa: E402
 from build_tools.distill_data import open_champion, read_token_archive  # noqa: E402
 from build_tools.distill_model import Block, RMSNorm, cosine_lr, inverse_frequencies, rope_tables  # noqa: E402
-from build_tools.distill_train import (  # noqa: E402
-    DraftShape,
-    build_model,
-    draft_vocabulary,
-    macs_per_token,
-    optimizer_step,
-    warm_start,
-)
+from build_tools.distill_train import DraftShape, draft_vocabulary, macs_per_token, optimizer_step, prebuilt_model  # noqa: E402
 from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import DEFAULT_DRAFT, default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
@@ -289,21 +282,8 @@ def main() -> None:
     training = train(model, data, head[torch.from_numpy(vocab)], args.train_minutes, args.seed)
     del data
 
-    draft_config = json.loads((DEFAULT_DRAFT / "draft.json").read_text())["config"]
-    shape = DraftShape(
-        **{k: draft_config[k] for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ffn")},
-        output_vocab=len(vocab),
-    )
-    token_draft = build_model(
-        shape,
-        np.zeros((c.vocab_size, shape.d_model), np.float32),
-        np.zeros((len(vocab), shape.d_model), np.float32),
-        draft_config["rope_theta"],
-        c.rms_eps,
-    )
-    warm_start(token_draft, DEFAULT_DRAFT / "draft.onnx", vocab)
+    token_draft, _ = prebuilt_model(DEFAULT_DRAFT, c.vocab_size, c.rms_eps)
     model.eval()
-    token_draft.eval()
     result = evaluate(model, token_draft, champion, head, eos, prompt_encoder(package, manifest), vocab, args.tokens)
     result.update(
         training=training,

@@ -84,9 +84,9 @@ KINDS_2 = {  # round 2: the kinds the shipped draft agreed with least on the ind
     "one-line": "a request to summarise a few sentences about {subject} in one sentence, including the sentences",
 }
 LANGUAGES_2 = ("Spanish", "French", "German", "Portuguese", "Italian", "Dutch", "Chinese", "Japanese")
-ROUNDS = {  # round -> (kinds, the frozen file, id prefix, longest reply kept in characters)
-    1: (KINDS, OUT, "si", 400),
-    2: (KINDS_2, SELF_INSTRUCT_2, "si2", 900),
+ROUNDS = {  # round -> (kinds, the frozen file, id prefix, longest reply kept in characters, reply token cap)
+    1: (KINDS, OUT, "si", 400, 96),
+    2: (KINDS_2, SELF_INSTRUCT_2, "si2", 900, 240),
 }
 TONES = (
     "casual",
@@ -126,7 +126,7 @@ def subjects() -> list[str]:
 def requests(seed: int, round_: int = 1):
     """Endless {id, task, prompt, seed} items asking the champion for one user message each."""
     rng = random.Random(seed)
-    table, _, prefix, _ = ROUNDS[round_]
+    table, _, prefix, _, _ = ROUNDS[round_]
     topics, kinds = subjects(), sorted(table)
     index = 0
     while True:
@@ -196,7 +196,7 @@ def main() -> None:
     package = default_package()
     manifest = load_manifest(package)
     tokenizer = Tokenizer.from_json((package / manifest["tokenizer"]).read_text())
-    _, out, _, longest = ROUNDS[args.round]
+    _, out, _, longest, reply_tokens = ROUNDS[args.round]
     folder = args.keep or Path(tempfile.mkdtemp()) / "replies"
     report = generate(
         package,
@@ -204,7 +204,7 @@ def main() -> None:
         requests(args.seed, args.round),
         user_turn_encoder(package, manifest),
         args.minutes,
-        max_tokens=96 if args.round == 1 else 240,
+        max_tokens=reply_tokens,
         seed=args.seed,
         sampled_every=1,
     )

@@ -32,42 +32,11 @@ sys.path.insert(0, str(ROOT))
 
 from build_tools.distill import champion_source, prompt_encoder, token_answers  # noqa: E402
 from build_tools.distill_data import open_champion  # noqa: E402
-from build_tools.distill_train import (  # noqa: E402
-    DraftShape,
-    build_model,
-    choose_vocabulary,
-    draft_vocabulary,
-    from_champion_blocks,
-    macs_per_token,
-    train,
-    warm_start,
-)
+from build_tools.distill_train import choose_vocabulary, from_champion_blocks, macs_per_token, prebuilt_model, train  # noqa: E402
 from build_tools.eval_set import independent_items  # noqa: E402
 from build_tools.recipes import DEFAULT_DRAFT, default_package  # noqa: E402
 from pyodide_app.package_check import load_manifest  # noqa: E402
 from scripts.feature_draft_probe import overlap  # noqa: E402
-
-
-def truncated_draft(source, layers: list[int], vocab: np.ndarray):
-    """The champion's blocks `layers` as a draft (distill_train.from_champion_blocks) -> (model, shape)."""
-    return from_champion_blocks(source, layers, vocab)
-
-
-def shipped_draft(c):
-    config = json.loads((DEFAULT_DRAFT / "draft.json").read_text())["config"]
-    vocab = draft_vocabulary(DEFAULT_DRAFT / "draft.onnx")
-    shape = DraftShape(
-        **{k: config[k] for k in ("d_model", "n_layers", "n_heads", "n_kv_heads", "d_ffn")}, output_vocab=len(vocab)
-    )
-    model = build_model(
-        shape,
-        np.zeros((c.vocab_size, shape.d_model), np.float32),
-        np.zeros((len(vocab), shape.d_model), np.float32),
-        config["rope_theta"],
-        c.rms_eps,
-    )
-    warm_start(model, DEFAULT_DRAFT / "draft.onnx", vocab)
-    return model.eval(), vocab
 
 
 def greedy_answers(champion, eos, prompts: list[list[int]], tokens: int) -> list[list[int]]:
@@ -135,10 +104,13 @@ def main() -> None:
     answers = token_answers(DEFAULT_DRAFT / "answers.npz", set())
     vocab, covered = choose_vocabulary(answers, args.vocab, sorted(eos))
     source, _ = champion_source(package)
-    model, shape = truncated_draft(source, layers, vocab)
-    drafts = {"shipped": shipped_draft(c), "truncated": (model.eval(), vocab)}
+    model, shape = from_champion_blocks(source, layers, vocab)
+    drafts = {"shipped": prebuilt_model(DEFAULT_DRAFT, c.vocab_size, c.rms_eps), "truncated": (model.eval(), vocab)}
     for other in filter(None, args.zero_shot_layers.split(";")):
-        drafts[f"untrained {other}"] = (truncated_draft(source, [int(i) for i in other.split(",")], vocab)[0], vocab)
+        drafts[f"untrained {other}"] = (
+            from_champion_blocks(source, [int(i) for i in other.split(",")], vocab)[0],
+            vocab,
+        )
     zero_shot = evaluate(drafts, champion, eos, encode, args.tokens)
     print(json.dumps({"zero_shot": zero_shot["greedy"], "coverage": covered}), flush=True)
 
