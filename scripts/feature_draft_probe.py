@@ -21,6 +21,7 @@ Steps (one command, CPU):
      reach), and the overlap sum min(p, q) at temperature 0.7 for both.
 
     .venv/bin/python scripts/feature_draft_probe.py [--feature-minutes 25] [--train-minutes 30] [--tokens 48]
+        [--feature-cache DIR [--gather-only]] [--threads 2]
 """
 
 from __future__ import annotations
@@ -110,22 +111,52 @@ def sequence_features(champion, sequences: list[np.ndarray]) -> list[np.ndarray]
     return [out[row, : len(s)].numpy().astype(np.float16) for row, s in enumerate(sequences)]
 
 
-def gather(package: Path, archive: Path, minutes: float, seed: int) -> list[tuple[np.ndarray, int, np.ndarray]]:
-    """[(sequence, prompt length, features)] for stored answers in a seeded random order, until time is up."""
+def gather(
+    package: Path, archive: Path, minutes: float, seed: int, cache: Path | None = None
+) -> list[tuple[np.ndarray, int, np.ndarray]]:
+    """[(sequence, prompt length, features)] for stored answers in a seeded random order, until time is up.
+    cache: a folder of finished pools (pool-START.npz, 16 * BATCH answers each); pools found there are read,
+    not computed, and each new pool is written there, so gathering resumes across runs."""
     stored = read_token_archive(archive)
     order = np.random.default_rng(seed).permutation(len(stored))
-    champion, _, _ = feature_champion(package, BATCH, max(len(s) for _, s, _ in stored))
+    champion = None
     done, started = [], time.monotonic()
     for start in range(0, len(order), 16 * BATCH):
         pool = sorted(order[start : start + 16 * BATCH], key=lambda i: len(stored[i][1]))
+        kept = cache / f"pool-{start:06d}.npz" if cache is not None else None
+        if kept is not None and kept.exists():
+            done += read_pool(kept, stored)
+            continue
+        if time.monotonic() - started >= minutes * 60:
+            break
+        if champion is None:
+            champion, _, _ = feature_champion(package, BATCH, max(len(s) for _, s, _ in stored))
+        fresh = []
         for cut in range(0, len(pool), BATCH):
-            if time.monotonic() - started >= minutes * 60:
-                return done
             chunk = [stored[i] for i in pool[cut : cut + BATCH]]
             features = sequence_features(champion, [s for _, s, _ in chunk])
-            done += [(s, p, f) for (_, s, p), f in zip(chunk, features)]
+            fresh += [(s, p, f) for (_, s, p), f in zip(chunk, features)]
+        if kept is not None:
+            write_pool(kept, pool, [f for _, _, f in fresh])
+        done += fresh
         print(f"[probe] features for {len(done)} answers ({(time.monotonic() - started) / 60:.1f} min)", flush=True)
     return done
+
+
+def write_pool(path: Path, indices, features: list[np.ndarray]) -> None:
+    """One pool's features: float16 [sum of lengths, 576], the stored answers' indices and lengths."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial.npz")
+    lengths = [len(f) for f in features]
+    np.savez(partial, indices=np.asarray(indices), lengths=lengths, features=np.concatenate(features))
+    partial.rename(path)
+
+
+def read_pool(path: Path, stored) -> list[tuple[np.ndarray, int, np.ndarray]]:
+    with np.load(path) as pool:
+        ends = np.cumsum(pool["lengths"])
+        features = np.split(pool["features"], ends[:-1])
+        return [(stored[i][1], stored[i][2], f) for i, f in zip(pool["indices"], features)]
 
 
 # -- training -------------------------------------------------------------------------------------
@@ -264,16 +295,21 @@ def main() -> None:
     parser.add_argument("--train-minutes", type=float, default=30)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--feature-cache", type=Path, help="a folder that keeps gathered features between runs")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--gather-only", action="store_true", help="stop after gathering (with --feature-cache)")
     parser.add_argument("--out", type=Path, default=Path("build/feature-draft-probe.json"))
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     package = default_package()
     manifest = load_manifest(package)
     vocab = draft_vocabulary(DEFAULT_DRAFT / "draft.onnx")
 
-    data = gather(package, DEFAULT_DRAFT / "answers.npz", args.feature_minutes, args.seed)
+    data = gather(package, DEFAULT_DRAFT / "answers.npz", args.feature_minutes, args.seed, args.feature_cache)
     gathered = {"answers": len(data), "answer_tokens": sum(len(s) - p for s, p, _ in data)}
     print(f"[probe] {gathered}", flush=True)
+    if args.gather_only:
+        return
     champion, head, eos = feature_champion(package, 48, 2048)
     c = champion.config
     model = FeatureDraft(
