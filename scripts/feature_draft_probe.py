@@ -114,9 +114,10 @@ def sequence_features(champion, sequences: list[np.ndarray]) -> list[np.ndarray]
 def gather(
     package: Path, archive: Path, minutes: float, seed: int, cache: Path | None = None
 ) -> list[tuple[np.ndarray, int, np.ndarray]]:
-    """[(sequence, prompt length, features)] for stored answers in a seeded random order, until time is up.
-    cache: a folder of finished pools (pool-START.npz, 16 * BATCH answers each); pools found there are read,
-    not computed, and each new pool is written there, so gathering resumes across runs."""
+    """[(sequence, prompt length, features)] for stored answers in a seeded random order, until time is up
+    (checked between pools, so a run may go over by one pool's time). cache: a folder of finished pools
+    (pool-START.npz, 16 * BATCH answers each); pools found there are read, not computed, and each new pool is
+    written there, so gathering resumes across runs."""
     stored = read_token_archive(archive)
     order = np.random.default_rng(seed).permutation(len(stored))
     champion = None
@@ -300,6 +301,8 @@ def main() -> None:
     parser.add_argument("--gather-only", action="store_true", help="stop after gathering (with --feature-cache)")
     parser.add_argument("--out", type=Path, default=Path("build/feature-draft-probe.json"))
     args = parser.parse_args()
+    if args.gather_only and args.feature_cache is None:
+        parser.error("--gather-only keeps nothing without --feature-cache")
     torch.set_num_threads(args.threads)
     package = default_package()
     manifest = load_manifest(package)
