@@ -263,6 +263,7 @@ def run_arm(
         "accepted": spec["accepted"],
         "fallback": spec["fallback_code"],
         "verify_ms_by_rows": spec["verify_ms_by_rows"],
+        "verify_ms_by_read": spec["verify_ms_by_read"],
         **({"auto_chose": spec["auto"]["chose"], "auto_costs": spec["auto"]["costs"]} if spec.get("auto") else {}),
     }
 

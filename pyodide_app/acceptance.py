@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
 from operator import sub, truediv
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from .errors import DraftNumericError, ResidualMassError
 from .processors import argmax
@@ -38,46 +38,72 @@ from .sampling import Draws, SupportedRow, supported_row, total_mass
 FLOAT_RESIDUAL_FLOOR = 1e-6
 
 
-class FullRow:
-    """q over the whole vocabulary. `probs` may be any indexable array (list, array('f'), a typed
-    array or numpy row): it is kept as given, so large rows reach the GPU without a Python loop."""
+class DraftRow:
+    """A draft's q row as its runtime returned it. `probs` is kept as given (a list, array('f'), a numpy row or,
+    in the browser, a JS Float32Array), so large rows reach the GPU without a Python loop. Python reads go
+    through `values`: `probs` itself, or where a runtime passes `to_local`, one copy of it made on first use
+    (in Pyodide each element read of a JS typed array crosses the FFI: a pass over a 12,288-entry row took
+    14 ms, its copy 0.3 ms; the page's sampled neural rounds paid ~40 ms of such reads before the copy)."""
 
-    def __init__(self, probs: Sequence):
+    def __init__(self, probs: Sequence, to_local: Callable[[Any], Sequence] | None = None):
         self.probs = probs
+        self._to_local = to_local
+        self._values: Sequence | None = None
 
-    def prob(self, token: int):
-        return self.probs[token]
-
-    def dense(self, size: int) -> list:
-        return list(self.probs)
+    @property
+    def values(self) -> Sequence:
+        if self._values is None:
+            self._values = self.probs if self._to_local is None else self._to_local(self.probs)
+        return self._values
 
     def is_finite(self) -> bool:
         """No NaN or infinite entry (one C-level pass: any would make the sum non-finite)."""
-        return math.isfinite(sum(self.probs))
+        return math.isfinite(sum(self.values))
 
 
-class ReducedRow:
-    """q over a reduced draft vocabulary: probs[j] is the mass of token ids[j]; 0 elsewhere."""
-
-    def __init__(self, ids: Sequence[int], probs: Sequence):
-        self.ids = ids  # kept as given (tuple or array); shared by the rows of a round
-        self.probs = probs
-        self._mass_by_id: dict | None = None
-
-    def _masses(self) -> dict:
-        if self._mass_by_id is None:  # built on first use: the GPU path never needs it
-            self._mass_by_id = dict(zip(self.ids, self.probs))
-        return self._mass_by_id
+class FullRow(DraftRow):
+    """q over the whole vocabulary."""
 
     def prob(self, token: int):
-        return self._masses().get(token, 0)
+        return self.values[token]
 
     def dense(self, size: int) -> list:
-        masses = self._masses()
-        return [masses.get(token, 0) for token in range(size)]
+        return list(self.values)
 
-    def is_finite(self) -> bool:
-        return math.isfinite(sum(self.probs))
+
+class ReducedRow(DraftRow):
+    """q over a reduced draft vocabulary: probs[j] is the mass of token ids[j]; 0 elsewhere."""
+
+    def __init__(
+        self,
+        ids: Sequence[int],
+        probs: Sequence,
+        to_local: Callable[[Any], Sequence] | None = None,
+        positions: dict[int, int] | None = None,
+    ):
+        """positions: {ids[j]: j}, which a runtime builds once and shares among its rows (built here if None)."""
+        super().__init__(probs, to_local)
+        self.ids = ids  # kept as given (tuple or array); shared by the rows of a round
+        self._positions = positions
+
+    @property
+    def positions(self) -> dict[int, int]:
+        if self._positions is None:
+            self._positions = id_positions(self.ids)
+        return self._positions
+
+    def prob(self, token: int):
+        j = self.positions.get(token)
+        return 0 if j is None else self.values[j]
+
+    def dense(self, size: int) -> list:
+        values, positions = self.values, self.positions
+        return [values[positions[token]] if token in positions else 0 for token in range(size)]
+
+
+def id_positions(ids: Sequence[int]) -> dict[int, int]:
+    """{ids[j]: j} for a reduced draft vocabulary (ids distinct)."""
+    return {int(token): j for j, token in enumerate(ids)}
 
 
 class PointMass:

@@ -478,9 +478,9 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
         "survival": stats.survival(),
         "tokens_per_champion_call": stats.tokens_per_call,
         "draft_failures": stats.draft_failures,
-        "verify_ms_by_rows": {
-            str(rows): {"rounds": len(ms), "median": round(median(ms), 3), "min": round(min(ms), 3)}
-            for rows, ms in sorted(stats.verify_ms_by_rows.items())
+        "verify_ms_by_rows": {str(rows): timing_summary(ms) for rows, ms in sorted(stats.verify_ms_by_rows.items())},
+        "verify_ms_by_read": {
+            f"{rows}:{read}": timing_summary(ms) for (rows, read), ms in sorted(stats.verify_ms_by_read.items())
         },
         "time_s": {
             "draft": stats.draft_seconds,
@@ -493,6 +493,10 @@ def speculative_stats(stats: SpecStats, request: ChatRequest) -> dict:
         "fallback_code": stats.fallback_code,
         "error_code": stats.error_code,
     }
+
+
+def timing_summary(ms: list[float]) -> dict:
+    return {"rounds": len(ms), "median": round(median(ms), 3), "min": round(min(ms), 3)}
 
 
 def _digest(value: Any) -> str:

@@ -94,6 +94,8 @@ class SpecStats:
     total_seconds: float = 0.0  # the whole request, prefill included
     cached_prompt_tokens: int = 0  # prompt tokens whose KV rows the champion held already (prefill skipped them)
     verify_ms_by_rows: dict[int, list[float]] = field(default_factory=dict)  # T -> each round's verify call, ms
+    # (T, rows read = accepted + 1) -> each round's verify call, ms: what a read row adds (auto's row_ms)
+    verify_ms_by_read: dict[tuple[int, int], list[float]] = field(default_factory=dict)
 
     def record(self, commit: RoundCommit) -> None:
         self.rounds += 1
@@ -101,6 +103,7 @@ class SpecStats:
         self.accepted += commit.accepted
         self.emitted += len(commit.emitted)
         self.verify_ms_by_rows.setdefault(commit.proposed + 1, []).append(commit.verify_ms)
+        self.verify_ms_by_read.setdefault((commit.proposed + 1, commit.accepted + 1), []).append(commit.verify_ms)
         if commit.proposed:
             self.accepted_histogram[commit.accepted] = self.accepted_histogram.get(commit.accepted, 0) + 1
         for i in range(commit.proposed):

@@ -121,3 +121,7 @@ def test_stats_time_each_verify_call_under_its_row_count():
     assert sum(len(ms) for ms in by_rows.values()) == end.stats.rounds
     assert sum((rows - 1) * len(ms) for rows, ms in by_rows.items()) == end.stats.proposed
     assert all(t >= 0 for ms in by_rows.values() for t in ms)
+    by_read = end.stats.verify_ms_by_read  # (T, accepted + 1): fails if filed under proposed, or by T alone
+    assert sum((read - 1) * len(ms) for (_, read), ms in by_read.items()) == end.stats.accepted
+    assert sorted(t for ms in by_read.values() for t in ms) == sorted(t for ms in by_rows.values() for t in ms)
+    assert all(read <= rows for rows, read in by_read)

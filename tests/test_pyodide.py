@@ -174,3 +174,71 @@ def test_tokenizer_in_pyodide_gives_identical_ids(real_package):
         "tokens/s, "
         f"Pyodide (Node 20) {browser['tokens_per_second']:,.0f} tokens/s"
     )
+
+
+DRAFT_ROW_PROBE = r"""
+import json
+from array import array
+from pyodide.code import run_js
+from pyodide_app.acceptance import ReducedRow, stochastic_decision
+from pyodide_app.browser.onnx_session import BrowserDraftRuntime
+from pyodide_app.sampling import SeededDraws
+
+masses = [0.5, 0.25, 0.125, 0.125]  # exact in f32
+ids = [7, 2, 9, 4]
+result_js = run_js(f"({{token: 9, probs: new Float32Array({masses}), entropyBits: 1.75}})")
+runner = run_js("({step() { return null; }, reset() {}, truncate() {}})")
+runtime = BrowserDraftRuntime(runner, {"config": {"vocab_size": 12}, "id_map": ids})
+steps = runtime.step([1, 2], 0.7, 0.5)
+wait = next(steps)
+wait.resolve(result_js)  # what the driver does with the promise's value
+try:
+    steps.send(None)
+except StopIteration as done:
+    step = done.value
+row = step.row
+target = [[0.0] * 12, [1 / 12] * 12]
+target[0][2] = target[0][3] = 0.5  # p(9) = 0: the draft is rejected, the residual reads q
+list_row = ReducedRow(ids, masses)
+decision = stochastic_decision(target, [9], [row], SeededDraws(5), 0)
+list_decision = stochastic_decision(target, [9], [list_row], SeededDraws(5), 0)
+result = json.dumps({
+    "values_type": type(row.values).__name__,
+    "probs_type": type(row.probs).__name__,
+    "probs": [row.prob(t) for t in range(12)],
+    "dense": row.dense(12),
+    "finite": row.is_finite(),
+    "decision": [decision.accepted, decision.terminal, decision.kind],
+    "list_decision": [list_decision.accepted, list_decision.terminal, list_decision.kind],
+})
+"""
+
+
+def test_a_browser_draft_row_is_read_from_one_copy_with_the_same_values():
+    """A sampled neural round on the CPU path reads the draft's q row in Python (q(d), and the residual after a
+    rejection). Read through the JsProxy of the JS Float32Array, each element crosses the FFI (a pass over
+    12,288 entries: 14 ms in Pyodide under Node; the page's sampled neural rounds paid ~40 ms): the runtime
+    hands Python one array('f') copy, and the GPU still gets the JS array. Fails if the runtime passes no copy
+    (values would be the JsProxy) or the copy reads the bytes wrongly (the values would differ)."""
+    node = shutil.which("node")
+    files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
+    completed = subprocess.run(
+        [node, str(RUNNER)],
+        input=json.dumps({"files": files, "code": DRAFT_ROW_PROBE}),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    browser = json.loads(completed.stdout)
+    assert browser["values_type"] == "array"
+    assert browser["probs_type"] == "JsProxy"  # what the GPU champion writes, uncopied
+    expected = [0.0] * 12
+    for token, mass in zip([7, 2, 9, 4], [0.5, 0.25, 0.125, 0.125]):
+        expected[token] = mass
+    assert browser["probs"] == expected
+    assert browser["dense"] == expected
+    assert browser["finite"] is True
+    assert browser["decision"] == browser["list_decision"]
+    assert browser["decision"][0] == 0 and browser["decision"][1] in (2, 3)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from array import array
 from typing import Any, Sequence
 
-from ..acceptance import FullRow, ReducedRow
+from ..acceptance import FullRow, ReducedRow, id_positions
 from ..champion import CachedPrefix, SessionAdapter
 from ..cpu_champion import attention_bytes_per_row_key
 from ..proposers.neural import DraftStep
@@ -50,12 +50,16 @@ class BrowserDraftRuntime(SessionAdapter):
         self.session = BrowserOnnxSession(runner, entry)
         self.vocab_size = self.session.vocab_size
         self.id_map = None if entry.get("id_map") is None else tuple(entry["id_map"])
+        self.positions = None if self.id_map is None else id_positions(self.id_map)  # shared by every row
 
     def step(self, tokens: Sequence[int], temperature: float, uniform: float):
         """Steps -> DraftStep (the graph's token, its q row, the row's entropy)."""
         result = yield from self.session.feed(tokens, temperature, uniform)
         probs = result.probs  # a JS Float32Array: it reaches the GPU without a Python copy
-        row = FullRow(probs) if self.id_map is None else ReducedRow(self.id_map, probs)
+        if self.id_map is None:
+            row = FullRow(probs, to_local=float32_array)
+        else:
+            row = ReducedRow(self.id_map, probs, to_local=float32_array, positions=self.positions)
         return DraftStep(int(result.token), row, float(result.entropyBits))
 
 
@@ -71,8 +75,14 @@ class BrowserChampionRuntime(SessionAdapter):
     def run(self, tokens: Sequence[int]):
         """Steps -> one logits row per token."""
         result = yield from self.session.feed(tokens)
-        flat = result.rows.to_py()  # memoryview of the f32 rows [T * V]
-        values = array("f")
-        values.frombytes(flat.cast("B"))
+        values = float32_array(result.rows)  # the f32 rows [T * V]
         v = self.vocab_size
         return [values[i * v : (i + 1) * v].tolist() for i in range(len(tokens))]
+
+
+def float32_array(typed_array: Any) -> array:
+    """A copy of a JS Float32Array as array('f'): one memory copy, where reading its elements through the
+    proxy crosses the FFI each time (~1 µs an element)."""
+    values = array("f")
+    values.frombytes(typed_array.to_py().cast("B"))
+    return values
