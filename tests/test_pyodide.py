@@ -72,13 +72,18 @@ def run_in_cpython() -> dict:
 
 
 def run_in_pyodide() -> dict:
+    return run_pyodide(probe_code())
+
+
+def run_pyodide(code: str, extra_files: dict[str, str] | None = None) -> dict:
+    """The JSON `result` of `code` run in real Pyodide (Node) with pyodide_app (and extra_files) under /app."""
     node = shutil.which("node")
     if node is None or not (ROOT / "node_modules" / "pyodide").is_dir():
         pytest.fail("node and node_modules/pyodide are required (run `make test`, which runs npm ci)")
     files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
     completed = subprocess.run(
         [node, str(RUNNER)],
-        input=json.dumps({"files": files, "code": probe_code()}),
+        input=json.dumps({"files": {**files, **(extra_files or {})}, "code": code}),
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -147,25 +152,13 @@ def test_tokenizer_in_pyodide_gives_identical_ids(real_package):
     from .tokenizer_corpus import corpus
 
     texts = corpus()[:200] + [PROSE * 12]
-    files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
-    files["tokenizer.json"] = (real_package / "tokenizer.json").read_text()
-    files["texts.json"] = json.dumps(texts)
-    node = shutil.which("node")
-    completed = subprocess.run(
-        [node, str(RUNNER)],
-        input=json.dumps({"files": files, "code": TOKENIZER_PROBE}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    browser = json.loads(completed.stdout)
-    native = Tokenizer.from_json(files["tokenizer.json"])
+    tokenizer_json = (real_package / "tokenizer.json").read_text()
+    browser = run_pyodide(TOKENIZER_PROBE, {"tokenizer.json": tokenizer_json, "texts.json": json.dumps(texts)})
+    native = Tokenizer.from_json(tokenizer_json)
     assert browser["ids"] == [native.encode(t) for t in texts]
     import time
 
-    fresh = Tokenizer.from_json(files["tokenizer.json"])
+    fresh = Tokenizer.from_json(tokenizer_json)
     start = time.perf_counter()
     count = len(fresh.encode(texts[-1]))
     cpython = count / (time.perf_counter() - start)
@@ -220,18 +213,7 @@ def test_a_browser_draft_row_is_read_from_one_copy_with_the_same_values():
     12,288 entries: 14 ms in Pyodide under Node; the page's sampled neural rounds paid ~40 ms): the runtime
     hands Python one array('f') copy, and the GPU still gets the JS array. Fails if the runtime passes no copy
     (values would be the JsProxy) or the copy reads the bytes wrongly (the values would differ)."""
-    node = shutil.which("node")
-    files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
-    completed = subprocess.run(
-        [node, str(RUNNER)],
-        input=json.dumps({"files": files, "code": DRAFT_ROW_PROBE}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    browser = json.loads(completed.stdout)
+    browser = run_pyodide(DRAFT_ROW_PROBE)
     assert browser["values_type"] == "array"
     assert browser["probs_type"] == "JsProxy"  # what the GPU champion writes, uncopied
     expected = [0.0] * 12
