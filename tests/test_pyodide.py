@@ -209,9 +209,9 @@ result = json.dumps({
 
 def test_a_browser_draft_row_is_read_from_one_copy_with_the_same_values():
     """A sampled neural round on the CPU path reads the draft's q row in Python (q(d), and the residual after a
-    rejection). Read through the JsProxy of the JS Float32Array, each element crosses the FFI (a pass over
-    12,288 entries: 14 ms in Pyodide under Node; the page's sampled neural rounds paid ~40 ms): the runtime
-    hands Python one array('f') copy, and the GPU still gets the JS array. Fails if the runtime passes no copy
+    rejection). Read through the JsProxy of the JS Float32Array, each element crosses the FFI (a rejected
+    12,288-entry row: 3.9 ms warm in Pyodide under Node, ~40 ms on a first pass; 0.5 ms from a copy): the
+    runtime hands Python one array('f') copy, and the GPU still gets the JS array. Fails if the runtime passes no copy
     (values would be the JsProxy) or the copy reads the bytes wrongly (the values would differ)."""
     browser = run_pyodide(DRAFT_ROW_PROBE)
     assert browser["values_type"] == "array"
