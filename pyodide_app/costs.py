@@ -46,6 +46,7 @@ EXTRA_SWEEPS = 4  # further sweeps while the measured V(T) do not rise with T
 LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
+LIVE_MAX_AGE = 64  # rounds (of every row count): an older timing no longer describes the machine and is dropped
 
 
 @dataclass(frozen=True)
@@ -99,48 +100,60 @@ class LiveCosts:
     measurement gets it tried, and so timed; but never below a smaller row count's live time (more rows
     never cost less: without that floor, V(2) seen at 80 ms beside a measured V(3) of 54 had auto try
     three rows next). The draft step D: the median of recent neural rounds' ms per draft step, once there
-    are LIVE_MIN_ROUNDS."""
+    are LIVE_MIN_ROUNDS. A timing older than LIVE_MAX_AGE rounds is dropped (policy 13): a row count that
+    is no longer chosen is otherwise never timed again, so a slow minute's samples priced it for good (a
+    2026-12-04 page bench: 2-row rounds timed at 87 ms in a busy minute held V(2) at 82 ms for the rest of
+    the run, where V(1) came back to 45, and auto never drafted on the short chats where neural k = 2 ran 1.22x);
+    dropped, the row count falls back to its measurement at the recent pace, and gets tried again."""
 
     def __init__(self, measured: CostModel):
         self.measured = measured
-        self.verify: dict[int, deque[float]] = {}  # T -> recent V(T) samples, ms
-        self.pace: deque[float] = deque(maxlen=LIVE_WINDOW)  # recent samples / the measured V(T)
-        self.draft: deque[float] = deque(maxlen=LIVE_WINDOW)  # recent ms per neural draft step
+        self.clock = 0  # rounds recorded (long-context ones included): the age of a sample
+        self.verify: dict[int, deque[tuple[int, float]]] = {}  # T -> recent (clock, V(T) sample ms)
+        self.pace: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, sample / measured V(T))
+        self.draft: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, ms per draft step)
 
     def record(self, timing: RoundTiming, key_ms: float = 0.0) -> None:
         """Learn from one round; key_ms: the context price the request's model used (0: none). A round after
         LONG_CONTEXT tokens or more is left out: what its context adds is key_ms's to price, and less that
         estimate it was no sample of the short-context V(T) (a 2026-12-02 page bench's long-context stratum
         left V(3) at 100 ms against a measured 53, and auto then stopped drafting on the short chats after)."""
+        self.clock += 1
         if timing.context >= LONG_CONTEXT:
             return
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
         extra = (timing.read - 1) * m.row_ms + timing.rows * max(0, timing.context - len(CONTEXT)) * key_ms
         sample = max(0.0, timing.verify_ms - extra)
-        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append(sample)
-        self.pace.append(sample / m.verify_ms[rows - 1])
+        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, sample))
+        self.pace.append((self.clock, sample / m.verify_ms[rows - 1]))
         if timing.draft_steps and m.draft_step_ms is not None:
-            self.draft.append(timing.draft_ms / timing.draft_steps)
+            self.draft.append((self.clock, timing.draft_ms / timing.draft_steps))
+
+    def recent(self, samples) -> list[float]:
+        """The values of (clock, value) samples at most LIVE_MAX_AGE rounds old."""
+        return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
 
     def model(self, key_ms: float = 0.0) -> CostModel:
         """The refined CostModel (the measurement itself before any round), pricing context by key_ms."""
         m = self.measured
-        pace = min(1.0, median(self.pace)) if self.pace else 1.0
+        paces = self.recent(self.pace)
+        pace = min(1.0, median(paces)) if paces else 1.0
         verify, floor = [], 0.0  # floor: the dearest fewer rows seen live (more rows never cost less)
         for rows, measured in enumerate(m.verify_ms, start=1):
-            samples = self.verify.get(rows, ())
+            samples = self.recent(self.verify.get(rows, ()))
             if len(samples) >= LIVE_MIN_ROUNDS:
                 verify.append(median(samples))
                 floor = max(floor, verify[-1])
             else:
                 verify.append(max(measured * pace, floor))
-        draft = median(self.draft) if len(self.draft) >= LIVE_MIN_ROUNDS else m.draft_step_ms
+        steps = self.recent(self.draft)
+        draft = median(steps) if len(steps) >= LIVE_MIN_ROUNDS else m.draft_step_ms
         return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, key_ms=key_ms)
 
     def rounds(self) -> int:
-        """Rounds learned from (all row counts, within the windows)."""
-        return sum(len(samples) for samples in self.verify.values())
+        """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""
+        return sum(len(self.recent(samples)) for samples in self.verify.values())
 
 
 def cost_kind(settings: SamplingSettings) -> str:

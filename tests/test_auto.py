@@ -13,6 +13,7 @@ from pyodide_app import costs as costs_module
 from pyodide_app.acceptance import Decision
 from pyodide_app.costs import (
     EXTRA_SWEEPS,
+    LIVE_MAX_AGE,
     LIVE_MIN_ROUNDS,
     LIVE_WINDOW,
     LONG_CONTEXT,
@@ -310,6 +311,25 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     for _ in range(3):
         live.record(timed(3, 100.0, steps=2, draft_ms=9.0))
     assert live.model().draft_step_ms == 4.5 and live.model(key_ms=0.02).key_ms == 0.02
+
+
+def test_a_live_timing_expires_so_a_row_count_priced_in_a_slow_minute_gets_tried_again():
+    """Policy 13: 2-row rounds timed in a busy minute (90 ms against V(1) 50) make none win; none's rounds then
+    never time two rows again, so without expiry V(2) stayed 90 for good (a page bench held it at 82 ms for
+    the rest of the run while V(1) came back to 45). After LIVE_MAX_AGE rounds those samples are dropped:
+    V(2) is its measurement at the recent pace, and the neural draft wins again."""
+    measured = fixed_costs([50.0, 52.0, 54.0, 56.0, 58.0], 3.0)
+    policy = CostPolicy(measured, 0.345, live=LiveCosts(measured))
+    for accepted in (0, 0, 1):  # about the prior's rate
+        policy.observe(Choice("neural", 1), 1, accepted, timed(2, 90.0, read=1 + accepted, steps=1, draft_ms=3.0))
+    assert policy.costs.verify(2) == 90.0 and policy.choose([1, 2, 3], 4, None, True) == NONE
+    for _ in range(LIVE_MAX_AGE - 3):
+        policy.observe(NONE, 0, 0, timed(1, 50.0))
+    assert policy.costs.verify(2) == 90.0  # the first 2-row sample is LIVE_MAX_AGE - 1 rounds old
+    policy.observe(NONE, 0, 0, timed(1, 50.0))
+    assert policy.costs.verify(2) == 52.0 and policy.costs.verify(1) == 50.0
+    assert policy.live.rounds() == LIVE_WINDOW + 2  # the 1-row window, the two young 2-row samples
+    assert policy.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
 
 
 def test_auto_stops_drafting_when_live_rounds_show_rows_dearer_than_measured():
