@@ -93,7 +93,6 @@ class SpecStats:
     sync_seconds: float = 0.0  # part of verify_seconds spent waiting on the device (champion.wait_seconds)
     total_seconds: float = 0.0  # the whole request, prefill included
     cached_prompt_tokens: int = 0  # prompt tokens whose KV rows the champion held already (prefill skipped them)
-    verify_ms_by_rows: dict[int, list[float]] = field(default_factory=dict)  # T -> each round's verify call, ms
     # (T, rows read = accepted + 1) -> each round's verify call, ms: what a read row adds (auto's row_ms)
     verify_ms_by_read: dict[tuple[int, int], list[float]] = field(default_factory=dict)
 
@@ -102,7 +101,6 @@ class SpecStats:
         self.proposed += commit.proposed
         self.accepted += commit.accepted
         self.emitted += len(commit.emitted)
-        self.verify_ms_by_rows.setdefault(commit.proposed + 1, []).append(commit.verify_ms)
         self.verify_ms_by_read.setdefault((commit.proposed + 1, commit.accepted + 1), []).append(commit.verify_ms)
         if commit.proposed:
             self.accepted_histogram[commit.accepted] = self.accepted_histogram.get(commit.accepted, 0) + 1
@@ -114,6 +112,14 @@ class SpecStats:
                 self.accepted_at.append(0)
             self.reached[i] += 1
             self.accepted_at[i] += i < commit.accepted
+
+    @property
+    def verify_ms_by_rows(self) -> dict[int, list[float]]:
+        """T -> each round's verify call, ms (verify_ms_by_read over every rows-read count)."""
+        by_rows: dict[int, list[float]] = {}
+        for (rows, _), ms in self.verify_ms_by_read.items():
+            by_rows.setdefault(rows, []).extend(ms)
+        return by_rows
 
     @property
     def tokens_per_call(self) -> float:

@@ -82,7 +82,7 @@ class BrowserChampionRuntime(SessionAdapter):
 
 def float32_array(typed_array: Any) -> array:
     """A copy of a JS Float32Array as array('f'): one memory copy, where reading its elements through the
-    proxy crosses the FFI each time (~1 µs an element)."""
+    proxy crosses the FFI each time (in Pyodide under Node: ~0.2 µs an element warm, ~1 µs cold)."""
     values = array("f")
     values.frombytes(typed_array.to_py().cast("B"))
     return values
