@@ -3,8 +3,9 @@ token, measured once per engine and kind of sampling (the `auto` scheduler's inp
 
 Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at once (so
 V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
-64-token context, best of three after a warm-up, at T in MEASURED_ROWS; other T are interpolated linearly. A
-sweep whose bests do not rise with T (a busy neighbour slowed the small calls of those seconds: a 2026-12-02
+64-token context, at T in MEASURED_ROWS over three sweeps after a warm-up: V(1) the best 1-row call, V(T) that
+plus the median of its call's excess over the 1-row call of the same sweep; other T are interpolated linearly. A
+sweep whose V(T) do not rise with T (a busy neighbour slowed the small calls of those seconds: a 2026-12-02
 page load measured sampled V(1) = V(2) = 86.6 ms where its champion-alone rounds took 70 ms,
 and auto then drafted a "free" second row at a loss) is swept again, up to EXTRA_SWEEPS times, and the result
 is made non-decreasing (a call of fewer rows costs at most one of more). The
@@ -43,6 +44,7 @@ MEASURED_ROWS = (1, 2, 3, 5, 9)
 GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
 EXTRA_SWEEPS = 4  # further sweeps while the measured V(T) do not rise with T
+RISE_MS = 1e-3  # a V(T) this much above V(T - 1) rises (a median of an even count can tie to rounding error)
 LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
@@ -203,19 +205,34 @@ def measure_costs(
     if not settings.greedy:
         cases.insert(1, Case(1, GREEDY))
 
-    def rising(best: dict[Case, float]) -> bool:
-        return all(best[Case(a, settings)] < best[Case(b, settings)] for a, b in zip(rows, rows[1:]))
+    def curve(sweeps: dict[Case, list[float]]) -> dict[int, float]:
+        """{T: V(T)}: the best 1-row call plus each T's median excess over the 1-row call of its sweep."""
+        base = min(sweeps[cases[0]])
+        return {r: base + paired_excess(sweeps[Case(r, settings)], sweeps[cases[0]]) for r in rows}
 
-    timed = yield from verify_ms(champion, cases, repeats, settled=rising)
-    best = {r: min(timed[Case(t, settings)] for t in rows if t >= r) for r in rows}  # non-decreasing in T
-    argmax_ms = max(0.0, timed[Case(2, GREEDY, own=True)] - timed[Case(2, GREEDY)]) if t_max >= 2 else 0.0
-    row_ms = argmax_ms
+    def rising(sweeps: dict[Case, list[float]]) -> bool:
+        v = curve(sweeps)
+        return all(v[b] - v[a] > RISE_MS for a, b in zip(rows, rows[1:]))
+
+    sweeps = yield from verify_ms(champion, cases, repeats, settled=rising)
+    v = curve(sweeps)
+    best = {r: min(v[t] for t in rows if t >= r) for r in rows}  # non-decreasing in T
+    row_ms = 0.0
+    if t_max >= 2:  # one greedy row's processing
+        row_ms = max(0.0, paired_excess(sweeps[Case(2, GREEDY, own=True)], sweeps[Case(2, GREEDY)]))
     if not settings.greedy:  # a sampled row's processing beyond the greedy one's, plus the greedy one's
-        row_ms += max(0.0, timed[Case(1, settings)] - timed[Case(1, GREEDY)])
+        row_ms += max(0.0, paired_excess(sweeps[Case(1, settings)], sweeps[Case(1, GREEDY)]))
     draft_ms = None
     if draft is not None:
         draft_ms = yield from time_draft_step(draft, repeats, settings)
     return CostModel(interpolate(best, t_max), draft_ms, row_ms)
+
+
+def paired_excess(times: Sequence[float], baseline: Sequence[float]) -> float:
+    """Median over sweeps of times[i] - baseline[i] (each pair timed side by side in sweep i, so a slow
+    minute that hits both cancels; a 2026-12-04 native sampled sweep, rows ~1.5 ms apart, took bests that
+    each had their own minute's noise and came out flat, V(1) = V(2) = V(3))."""
+    return median(t - b for t, b in zip(times, baseline))
 
 
 def measure_key_ms(champion, t_max: int, repeats: int = 3) -> Generator[Wait, None, float]:
@@ -240,8 +257,8 @@ def verify_ms_by_rows(
     context: Sequence[int] = CONTEXT,
 ) -> Generator[Wait, None, dict[int, float]]:
     """{T: best-of-`repeats` ms of a verify call of T rows at `settings`}: verify_ms for one setting."""
-    timed = yield from verify_ms(champion, [Case(rows, settings) for rows in rows_measured], repeats, context)
-    return {case.rows: ms for case, ms in timed.items()}
+    sweeps = yield from verify_ms(champion, [Case(rows, settings) for rows in rows_measured], repeats, context)
+    return {case.rows: min(times) for case, times in sweeps.items()}
 
 
 def verify_ms(
@@ -249,19 +266,19 @@ def verify_ms(
     cases: Sequence[Case],
     repeats: int,
     context: Sequence[int] = CONTEXT,
-    settled: Callable[[dict[Case, float]], bool] = lambda best: True,
-) -> Generator[Wait, None, dict[Case, float]]:
-    """{case: best ms of its verify call} after `context` (rejected drafts: tokens 200.. after an unrelated
-    context) over `repeats` sweeps, and up to EXTRA_SWEEPS more while `settled(best)` is false; each sweep
-    runs every case in turn, so machine drift (a browser's warm-up, a busy neighbour) hits them alike, and
-    a first sweep warms up. The KV cache is forgotten after."""
+    settled: Callable[[dict[Case, list[float]]], bool] = lambda sweeps: True,
+) -> Generator[Wait, None, dict[Case, list[float]]]:
+    """{case: ms of its verify call in each timed sweep} after `context` (rejected drafts: tokens 200.. after
+    an unrelated context): `repeats` sweeps, and up to EXTRA_SWEEPS more while `settled(sweeps)` is false;
+    each sweep runs every case in turn, so machine drift (a browser's warm-up, a busy neighbour) hits them
+    alike, and a first, untimed sweep warms up. The KV cache is forgotten after."""
     yield from settle(champion.prefill(context[:-1]))
     own: tuple[int, ...] = ()
     if any(case.own for case in cases):  # the champion's greedy token after the context
         own = ((yield from settle(champion.verify(verify_request(context, (), 0, GREEDY)))).terminal,)
-    best = {case: float("inf") for case in cases}
+    sweeps: dict[Case, list[float]] = {case: [] for case in cases}
     for repeat in range(repeats + 1 + EXTRA_SWEEPS):
-        if repeat > repeats and settled(best):
+        if repeat > repeats and settled(sweeps):
             break
         for case in cases:
             lead = own if case.own else ()
@@ -270,9 +287,9 @@ def verify_ms(
             began = time.perf_counter()
             yield from settle(champion.verify(request))
             if repeat:
-                best[case] = min(best[case], (time.perf_counter() - began) * 1000)
+                sweeps[case].append((time.perf_counter() - began) * 1000)
     champion.forget()
-    return best
+    return sweeps
 
 
 def verify_request(
