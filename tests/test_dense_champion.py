@@ -186,3 +186,44 @@ def test_prefill_chunks_stay_full_with_one_row_attention():
     assert CpuChampion(shipped, 2048).rows_per_call(1700) == 64
     assert CpuChampion(before, 2048).rows_per_call(1700) == 16
     assert attention_bytes_per_row_key({"config": config, "attention": "gemv"}) == 0  # not the float32 graph
+
+
+def test_a_verify_call_makes_lists_of_the_rows_the_decision_reads_only(dense):
+    """Making a 49,152-float row a list costs ~2.4 ms in Pyodide (a 1-row round's Python work is ~4 ms), and
+    a round whose first draft is rejected reads one row: the other rows of the call stay unconverted. Fails
+    if the runtime makes every row a list up front (as before), or if a read row's values differ from the
+    graph's (float32 widened exactly)."""
+    from pyodide_app.champion import VerifyRequest
+    from pyodide_app.cpu_champion import CpuChampion, RowsOnDemand
+    from pyodide_app.processors import SamplingSettings
+    from pyodide_app.waits import finish
+
+    runtime, _, _ = dense
+    made = []
+    original = runtime.run
+
+    def counting_run(tokens):
+        rows = original(tokens)
+        assert isinstance(rows, RowsOnDemand)
+        made.append(rows)
+        return rows
+
+    champion = CpuChampion(runtime, 256)
+    context = (1, 70, 80, 90, 33)
+    finish(champion.prefill(context[:-1]))
+    runtime.run = counting_run
+    try:
+        top = finish(champion.verify(VerifyRequest(context, 4, (), (), 0, SamplingSettings(temperature=0)))).terminal
+        champion.forget()
+        finish(champion.prefill(context[:-1]))
+        wrong = (top + 1) % runtime.vocab_size  # the first draft is rejected
+        request = VerifyRequest(context, 4, (wrong, 5, 6, 7), (None,) * 4, 1, SamplingSettings(temperature=0))
+        decision = finish(champion.verify(request))
+    finally:
+        runtime.run = original
+    assert (decision.accepted, decision.terminal) == (0, top)
+    rows = made[-1]
+    assert len(rows) == 5 and sorted(rows.made) == [0]
+    runtime.truncate(4)
+    expected = runtime.run_array([context[-1]])[0]
+    assert rows[0] == [float(x) for x in expected]

@@ -207,6 +207,43 @@ result = json.dumps({
 """
 
 
+CHAMPION_ROWS_PROBE = r"""
+import json
+from pyodide.code import run_js
+from pyodide_app.browser.onnx_session import BrowserChampionRuntime
+
+rows_js = run_js("({rows: Float32Array.from([0.5, -1.25, 3.0, 0.1, 7.5, -2.0, 0.25, 0.0, 1e-3])})")
+runner = run_js("({step() { return null; }, reset() {}, truncate() {}})")
+runtime = BrowserChampionRuntime(runner, {"config": {"vocab_size": 3}})
+steps = runtime.run([4, 5, 6])
+next(steps).resolve(rows_js)  # what the driver does with the promise's value
+try:
+    steps.send(None)
+except StopIteration as done:
+    rows = done.value
+middle = rows[1]
+result = json.dumps({
+    "type": type(rows).__name__,
+    "count": len(rows),
+    "made_after_one_read": sorted(rows.made),
+    "middle": middle,
+    "all": [list(row) for row in rows],
+})
+"""
+
+
+def test_a_browser_champion_call_makes_lists_of_the_rows_read_only():
+    """The CPU champion's rows reach Python as one copy of the JS Float32Array [T * V]; a row becomes a list
+    when the acceptance rule reads it (~2.4 ms for 49,152 floats; a rejected first draft reads one row).
+    Fails if the runtime makes every row a list up front (made would hold all three), or slices a row at
+    the wrong offset (the values would differ)."""
+    browser = run_pyodide(CHAMPION_ROWS_PROBE)
+    assert browser["type"] == "RowsOnDemand" and browser["count"] == 3
+    assert browser["made_after_one_read"] == [1]
+    assert browser["middle"] == pytest.approx([0.1, 7.5, -2.0], rel=1e-7)  # 0.1 as float32
+    assert browser["all"][0] == [0.5, -1.25, 3.0] and browser["all"][2][:2] == [0.25, 0.0]
+
+
 def test_a_browser_draft_row_is_read_from_one_copy_with_the_same_values():
     """A sampled neural round on the CPU path reads the draft's q row in Python (q(d), and the residual after a
     rejection). Read through the JsProxy of the JS Float32Array, each element crosses the FFI (a rejected

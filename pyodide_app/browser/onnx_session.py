@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from ..acceptance import FullRow, ReducedRow, id_positions
 from ..champion import CachedPrefix, SessionAdapter
-from ..cpu_champion import attention_bytes_per_row_key
+from ..cpu_champion import RowsOnDemand, attention_bytes_per_row_key
 from ..proposers.neural import DraftStep
 from ..waits import wait_for
 from .js import ffi
@@ -73,11 +73,11 @@ class BrowserChampionRuntime(SessionAdapter):
         self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
 
     def run(self, tokens: Sequence[int]):
-        """Steps -> one logits row per token."""
+        """Steps -> one logits row per token, each a list when read."""
         result = yield from self.session.feed(tokens)
         values = float32_array(result.rows)  # the f32 rows [T * V]
         v = self.vocab_size
-        return [values[i * v : (i + 1) * v].tolist() for i in range(len(tokens))]
+        return RowsOnDemand(len(tokens), lambda j: values[j * v : (j + 1) * v].tolist())
 
 
 def float32_array(typed_array: Any) -> array:

@@ -9,7 +9,7 @@ import numpy as np
 import onnxruntime as ort
 
 from ..champion import SessionAdapter
-from ..cpu_champion import attention_bytes_per_row_key
+from ..cpu_champion import RowsOnDemand, attention_bytes_per_row_key
 from .onnx_session import OnnxKVSession
 
 
@@ -19,8 +19,10 @@ class OnnxChampionRuntime(SessionAdapter):
         self.vocab_size = self.session.vocab_size
         self.attention_bytes_per_row_key = attention_bytes_per_row_key(entry)
 
-    def run(self, tokens: Sequence[int]) -> list[list[float]]:
-        return self.run_array(tokens).astype(np.float64).tolist()
+    def run(self, tokens: Sequence[int]) -> RowsOnDemand:
+        """One logits row per token, each a list of floats when read."""
+        rows = self.run_array(tokens)
+        return RowsOnDemand(len(rows), lambda j: rows[j].astype(np.float64).tolist())
 
     def run_array(self, tokens: Sequence[int]) -> np.ndarray:
         """Feed tokens after the cached ones; float32 logits [T, V], one row per token."""
