@@ -174,11 +174,16 @@ def check_residual_mass(mass):
 
 
 def greedy_decision(target_rows: Sequence[Sequence], drafts: Sequence[int]) -> Decision:
+    return greedy_decision_by(lambda i: argmax(target_rows[i]), drafts)
+
+
+def greedy_decision_by(best: Callable[[int], int], drafts: Sequence[int]) -> Decision:
+    """The greedy rule with best(i) the champion's token at row i (read only up to the first rejection)."""
     for i, token in enumerate(drafts):
-        best = argmax(target_rows[i])
-        if token != best:
-            return Decision(i, best, "correction")
-    return Decision(len(drafts), argmax(target_rows[len(drafts)]), "bonus" if drafts else "sample")
+        top = best(i)
+        if token != top:
+            return Decision(i, top, "correction")
+    return Decision(len(drafts), best(len(drafts)), "bonus" if drafts else "sample")
 
 
 def stochastic_decision(

@@ -9,8 +9,7 @@ tokens can differ from the WebGPU path only where two logits nearly tie.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence as SequenceABC
-from typing import Callable, Generator, Protocol, Sequence
+from typing import Generator, Protocol, Sequence
 
 from .acceptance import Decision
 from .champion import VerifyRequest, common_prefix, decide, kv_capacity_bytes
@@ -47,27 +46,6 @@ def cpu_memory_bytes(manifest: dict, entry_name: str, context_limit: int, rows: 
         "kv": kv_capacity_bytes(config, context_limit),
         "scratch": rows * config["vocab_size"] * 4,
     }
-
-
-class RowsOnDemand(SequenceABC):
-    """A runtime call's logits rows, each made a list of floats [V] when first read. The acceptance rule reads
-    rows only up to its first rejection, and making a row a list costs (49,152 floats: ~2.4 ms in Pyodide
-    under Node, where all of a 1-row round's Python work is ~4 ms), so an unread row costs nothing."""
-
-    def __init__(self, count: int, convert: Callable[[int], list[float]]):
-        self.count, self.convert = count, convert  # convert(j): row j as a list
-        self.made: dict[int, list[float]] = {}
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, j):
-        if isinstance(j, slice):
-            return [self[i] for i in range(*j.indices(self.count))]
-        j = range(self.count)[j]  # IndexError past the end; negative indices count from it
-        if j not in self.made:
-            self.made[j] = self.convert(j)
-        return self.made[j]
 
 
 class ChampionRuntime(Protocol):

@@ -240,14 +240,25 @@ def apply_top_p(probs: list, top_p) -> list:
     return supported_row(len(probs), probs[0] * 0, {index: probs[index] / kept_mass for index in kept})
 
 
-def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> list:
-    """Raw logits (or exact weights) of one row -> processed probabilities (same length)."""
+def penalised_row(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> list:
+    """A row's logits checked (TargetNumericError on NaN, +inf, or every token masked) and repetition-penalised."""
     ops.check(logits)
     row = apply_repetition_penalty(list(logits), settings.repetition_penalty, history, ops)
     if max(row) == ops.masked:  # every token masked (no NaN here: checked above)
         raise TargetNumericError("no valid token in the row")
+    return row
+
+
+def greedy_token(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> int:
+    """The greedy choice of one row: the index process_row's point mass would sit at, without the row."""
+    return argmax(penalised_row(logits, settings, history, ops))
+
+
+def process_row(logits: Sequence, settings: SamplingSettings, history: Iterable[int] = (), ops=FLOAT) -> list:
+    """Raw logits (or exact weights) of one row -> processed probabilities (same length)."""
     if settings.greedy:
-        return point_mass(len(row), argmax(row), ops)
+        return point_mass(len(logits), greedy_token(logits, settings, history, ops), ops)
+    row = penalised_row(logits, settings, history, ops)
     if settings.temperature != 1:
         row = ops.divide_row(row, settings.temperature)
     row = apply_top_k(row, settings.top_k, ops)

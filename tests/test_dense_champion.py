@@ -189,13 +189,15 @@ def test_prefill_chunks_stay_full_with_one_row_attention():
 
 
 def test_a_verify_call_makes_lists_of_the_rows_the_decision_reads_only(dense):
-    """Making a 49,152-float row a list costs ~2.4 ms in Pyodide (a 1-row round's Python work is ~4 ms), and
-    a round whose first draft is rejected reads one row: the other rows of the call stay unconverted. Fails
-    if the runtime makes every row a list up front (as before), or if a read row's values differ from the
-    graph's (float32 widened exactly)."""
-    from pyodide_app.champion import VerifyRequest
-    from pyodide_app.cpu_champion import CpuChampion, RowsOnDemand
-    from pyodide_app.processors import SamplingSettings
+    """Making a 49,152-float row a list, checking it and taking its argmax costs ~11 ms in Pyodide, where a
+    1-row round's champion call takes ~42: the runtime hands over each row's argmax (numpy here,
+    onnx_session.js's rowArgmax in the page) and a greedy round reads no row, while one with a repetition
+    penalty (which can reorder a row) reads the rows up to its first rejection, and takes the same token
+    from them. Fails if the runtime makes every row a list up front, if greedy rounds ignore the argmaxes,
+    if a penalised round trusts them, or if the two paths disagree."""
+    from pyodide_app.champion import RowsOnDemand, VerifyRequest
+    from pyodide_app.cpu_champion import CpuChampion
+    from pyodide_app.processors import SamplingSettings, argmax
     from pyodide_app.waits import finish
 
     runtime, _, _ = dense
@@ -210,20 +212,28 @@ def test_a_verify_call_makes_lists_of_the_rows_the_decision_reads_only(dense):
 
     champion = CpuChampion(runtime, 256)
     context = (1, 70, 80, 90, 33)
-    finish(champion.prefill(context[:-1]))
-    runtime.run = counting_run
-    try:
-        top = finish(champion.verify(VerifyRequest(context, 4, (), (), 0, SamplingSettings(temperature=0)))).terminal
+    greedy, penalised = SamplingSettings(temperature=0), SamplingSettings(temperature=0, repetition_penalty=1.3)
+
+    def verify(drafts, settings):
         champion.forget()
         finish(champion.prefill(context[:-1]))
+        return finish(champion.verify(VerifyRequest(context, 4, drafts, (None,) * len(drafts), 0, settings)))
+
+    runtime.run = counting_run
+    try:
+        top = verify((), greedy).terminal
         wrong = (top + 1) % runtime.vocab_size  # the first draft is rejected
-        request = VerifyRequest(context, 4, (wrong, 5, 6, 7), (None,) * 4, 1, SamplingSettings(temperature=0))
-        decision = finish(champion.verify(request))
+        decision = verify((wrong, 5, 6, 7), greedy)
+        unread = made[-1]
+        penalised_top = verify((), penalised).terminal
+        penalised_decision = verify((wrong, 5, 6, 7), penalised)
+        read = made[-1]
     finally:
         runtime.run = original
     assert (decision.accepted, decision.terminal) == (0, top)
-    rows = made[-1]
-    assert len(rows) == 5 and sorted(rows.made) == [0]
+    assert len(unread) == 5 and unread.made == {}
     runtime.truncate(4)
     expected = runtime.run_array([context[-1]])[0]
-    assert rows[0] == [float(x) for x in expected]
+    assert unread.best[0] == top == argmax([float(x) for x in expected])
+    assert unread[0] == [float(x) for x in expected]
+    assert sorted(read.made) == [0] and penalised_decision.terminal == penalised_top

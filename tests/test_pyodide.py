@@ -212,7 +212,8 @@ import json
 from pyodide.code import run_js
 from pyodide_app.browser.onnx_session import BrowserChampionRuntime
 
-rows_js = run_js("({rows: Float32Array.from([0.5, -1.25, 3.0, 0.1, 7.5, -2.0, 0.25, 0.0, 1e-3])})")
+rows_js = run_js("({rows: Float32Array.from([0.5, -1.25, 3.0, 0.1, 7.5, -2.0, 0.25, 0.0, 1e-3]), "
+                 "best: Int32Array.from([2, 1, -1])})")
 runner = run_js("({step() { return null; }, reset() {}, truncate() {}})")
 runtime = BrowserChampionRuntime(runner, {"config": {"vocab_size": 3}})
 steps = runtime.run([4, 5, 6])
@@ -228,20 +229,49 @@ result = json.dumps({
     "made_after_one_read": sorted(rows.made),
     "middle": middle,
     "all": [list(row) for row in rows],
+    "best": rows.best,
 })
 """
 
 
 def test_a_browser_champion_call_makes_lists_of_the_rows_read_only():
-    """The CPU champion's rows reach Python as one copy of the JS Float32Array [T * V]; a row becomes a list
-    when the acceptance rule reads it (~2.4 ms for 49,152 floats; a rejected first draft reads one row).
-    Fails if the runtime makes every row a list up front (made would hold all three), or slices a row at
-    the wrong offset (the values would differ)."""
+    """The CPU champion's rows reach Python as one copy of the JS Float32Array [T * V] and the argmax of
+    each row (rowArgmax); a row becomes a list only when the acceptance rule reads it (~3 ms for 49,152
+    floats; a sampled round rejected at its first draft reads one row, a greedy round none). Fails if
+    the runtime makes every row a list up front (made would hold all three), slices a row at the wrong
+    offset (the values would differ) or drops the argmaxes."""
     browser = run_pyodide(CHAMPION_ROWS_PROBE)
     assert browser["type"] == "RowsOnDemand" and browser["count"] == 3
     assert browser["made_after_one_read"] == [1]
     assert browser["middle"] == pytest.approx([0.1, 7.5, -2.0], rel=1e-7)  # 0.1 as float32
     assert browser["all"][0] == [0.5, -1.25, 3.0] and browser["all"][2][:2] == [0.25, 0.0]
+    assert browser["best"] == [2, 1, -1]
+
+
+def test_the_browser_row_argmax_is_pythons_first_largest_and_refuses_rows_that_are_not_finite():
+    """web/onnx_session.js's rowArgmax under Node decides greedy rounds on the CPU path, so it must be the
+    champion's argmax exactly: the first index of the largest value (processors.argmax's tie rule), on
+    float32 rows, and -1 (the Python path reads the row and raises or handles it) where a row holds a NaN,
+    +inf or -inf. Fails with a `>=` comparison (the last of ties), or with a NaN row given an index."""
+    script = """
+import { rowArgmax } from "./web/onnx_session.js";
+const rows = Float32Array.from([1, 5, 5, 2,  -3, -1, -1, -2,  0, NaN, 9, 1,  1, Infinity, 0, 0,  -Infinity, 0, 1, 1,
+                                7, 0, 0, 7]);
+process.stdout.write(JSON.stringify(Array.from(rowArgmax(rows, 4))));
+"""
+    completed = subprocess.run(
+        [shutil.which("node"), "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert json.loads(completed.stdout) == [1, 1, -1, -1, -1, 0]
+    from pyodide_app.processors import argmax
+
+    for row, expected in (([1, 5, 5, 2], 1), ([-3, -1, -1, -2], 1), ([7, 0, 0, 7], 0)):
+        assert argmax(row) == expected  # the Python rule the JS one stands in for
 
 
 def test_a_browser_draft_row_is_read_from_one_copy_with_the_same_values():

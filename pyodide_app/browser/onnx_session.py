@@ -8,8 +8,8 @@ from array import array
 from typing import Any, Sequence
 
 from ..acceptance import FullRow, ReducedRow, id_positions
-from ..champion import CachedPrefix, SessionAdapter
-from ..cpu_champion import RowsOnDemand, attention_bytes_per_row_key
+from ..champion import CachedPrefix, RowsOnDemand, SessionAdapter
+from ..cpu_champion import attention_bytes_per_row_key
 from ..proposers.neural import DraftStep
 from ..waits import wait_for
 from .js import ffi
@@ -77,7 +77,8 @@ class BrowserChampionRuntime(SessionAdapter):
         result = yield from self.session.feed(tokens)
         values = float32_array(result.rows)  # the f32 rows [T * V]
         v = self.vocab_size
-        return RowsOnDemand(len(tokens), lambda j: values[j * v : (j + 1) * v].tolist())
+        best = list(result.best.to_py())  # onnx_session.js's rowArgmax: each row's argmax, -1 where not finite
+        return RowsOnDemand(len(tokens), lambda j: values[j * v : (j + 1) * v].tolist(), best)
 
 
 def float32_array(typed_array: Any) -> array:

@@ -8,8 +8,8 @@ from typing import Sequence
 import numpy as np
 import onnxruntime as ort
 
-from ..champion import SessionAdapter
-from ..cpu_champion import RowsOnDemand, attention_bytes_per_row_key
+from ..champion import RowsOnDemand, SessionAdapter
+from ..cpu_champion import attention_bytes_per_row_key
 from .onnx_session import OnnxKVSession
 
 
@@ -22,7 +22,8 @@ class OnnxChampionRuntime(SessionAdapter):
     def run(self, tokens: Sequence[int]) -> RowsOnDemand:
         """One logits row per token, each a list of floats when read."""
         rows = self.run_array(tokens)
-        return RowsOnDemand(len(rows), lambda j: rows[j].astype(np.float64).tolist())
+        best = np.where(np.isfinite(rows).all(axis=1), rows.argmax(axis=1), -1)  # argmax: the first of ties
+        return RowsOnDemand(len(rows), lambda j: rows[j].astype(np.float64).tolist(), best.tolist())
 
     def run_array(self, tokens: Sequence[int]) -> np.ndarray:
         """Feed tokens after the cached ones; float32 logits [T, V], one row per token."""
