@@ -207,8 +207,8 @@ def measure_costs(
 
     def curve(sweeps: dict[Case, list[float]]) -> dict[int, float]:
         """{T: V(T)}: the best 1-row call plus each T's median excess over the 1-row call of its sweep."""
-        base = min(sweeps[cases[0]])
-        return {r: base + paired_excess(sweeps[Case(r, settings)], sweeps[cases[0]]) for r in rows}
+        one_row = sweeps[Case(1, settings)]
+        return {r: min(one_row) + paired_excess(sweeps[Case(r, settings)], one_row) for r in rows}
 
     def rising(sweeps: dict[Case, list[float]]) -> bool:
         v = curve(sweeps)
