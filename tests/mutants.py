@@ -147,7 +147,7 @@ MUTANTS = (
     Mutant(
         "py_penalty_ignores_round_drafts",
         "pyodide_app/champion.py",
-        (Edit("history = request.context + request.drafts[:j]", "history = request.context"),),
+        (Edit("return self.request.context + self.request.drafts[:j]", "return self.request.context"),),
         "row j's repetition penalty ignores drafts 1..j of the same round",
     ),
     Mutant(
