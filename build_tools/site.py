@@ -2,7 +2,7 @@
 
     web/                 index.html, style.css, the page's modules (app.js, worker_client.js, settings.js, store.js,
                          compare.js, export.js, clipboard.js, markdown.js, charts.js), the worker's (worker.js,
-                         gpu.js, onnx_session.js, dequant.js), sw.js
+                         gpu.js, onnx_session.js, row_processing.js, dequant.js), sw.js
     web/examples/        a minimal page using the embeddable API (spec-chat.js, spec-chat.d.ts)
     web/vendor/pyodide/  Pyodide core from node_modules (no CDN, no package fetches)
     web/vendor/ort/      onnxruntime-web wasm backend from node_modules
@@ -44,6 +44,7 @@ PAGE_FILES = (
     "worker.js",
     "gpu.js",
     "onnx_session.js",
+    "row_processing.js",
     "dequant.js",
     "markdown.js",
     "charts.js",

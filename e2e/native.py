@@ -20,13 +20,15 @@ def native_engine(model: Path, backend: str, kernels: str = "columns") -> Engine
     return load_engine(model, backend=backend, kernels=kernels)
 
 
-def page_request(prompt: str, proposer: str, k: int, temperature: float, seed: int, max_tokens: int) -> dict:
-    """What app.js sends for a fresh chat with these settings (top-p 1, top-k 0, no penalty)."""
+def page_request(
+    prompt: str, proposer: str, k: int, temperature: float, seed: int, max_tokens: int, top_p: float = 1
+) -> dict:
+    """What app.js sends for a fresh chat with these settings (top-k 0, no penalty)."""
     return {
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
         "temperature": temperature,
-        "top_p": 1,
+        "top_p": top_p,
         "top_k": 0,
         "repetition_penalty": 1,
         "seed": seed,

@@ -3,7 +3,8 @@
 Synthetic model, every engine x proposer x k in {1, 4}: greedy tokens equal the native WebGPU
 engine's (the champion's argmax path); seeded temperature-1 samples equal the native engine of the
 same champion backend (WGSL kernels for the WebGPU engines, champion.onnx for the CPU ones: same
-Philox draws, same acceptance). Real model, Chromium and Firefox: greedy tokens of two prompts equal
+Philox draws, same acceptance), and so do seeded temperature-0.8, top-p-0.9 ones.
+Real model, Chromium and Firefox: greedy tokens of two prompts equal
 the native engine's for every proposer. Each WebGPU browser runs one matmul kernel family (PAGE_KERNELS:
 Chromium split, Firefox columns) against the native engine running the same family, so both families are
 checked in a browser. Every comparison is written to test-results/ as JSON.
@@ -21,6 +22,8 @@ from .native import PAGE_KERNELS, native_done, native_tokens
 SYNTH_PROMPT = "hello world, the world says hello"
 SEED = 1234
 PROPOSER_CASES = [("none", 1), ("prompt_lookup", 1), ("prompt_lookup", 4), ("neural", 1), ("neural", 4), ("hybrid", 4)]
+# Top-p below 1: the WebGPU kernel's nucleus, and on the CPU path web/row_processing.js's (not Python's).
+NUCLEUS_CASES = [("prompt_lookup", 4, 0.8, 0.9), ("neural", 4, 0.8, 0.9)]
 CPU_ENGINES = {"webkitgtk", "chromium-nogpu"}
 REAL_PROMPTS = {
     "rewrite": "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
@@ -33,7 +36,8 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int, ker
     """Ask the prompt once per case in a fresh chat; returns rows of page vs native tokens (the native WebGPU
     engine with the matmul family the page runs)."""
     rows = []
-    for proposer, k, temperature in cases:
+    for proposer, k, temperature, *nucleus in cases:
+        top_p = nucleus[0] if nucleus else 1
         app.new_chat()
         app.configure(
             proposer=proposer,
@@ -42,12 +46,13 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int, ker
             seed=SEED,
             max_tokens=max_tokens,
             adaptive=False,
-            top_p=1,
+            top_p=top_p,
             top_k=0,
             repetition_penalty=1,
         )
         answer = app.ask(prompt)
-        request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED, max_tokens=max_tokens)
+        request = dict(prompt=prompt, proposer=proposer, k=k, temperature=temperature, seed=SEED)
+        request.update(max_tokens=max_tokens, top_p=top_p)
         greedy_reference = native_tokens(model, "webgpu", kernels, **request) if temperature == 0 else None
         same_backend = native_done(model, backend, kernels, **request)
         rows.append(
@@ -55,6 +60,7 @@ def run_cases(app, model, backend: str, cases, prompt: str, max_tokens: int, ker
                 "proposer": proposer,
                 "k": k,
                 "temperature": temperature,
+                "top_p": top_p,
                 "page": answer.tokens,
                 "finish": answer.finish,
                 "proposed": answer.proposed,
@@ -89,7 +95,7 @@ def report(artifacts, name: str, engine: str, backend_text: str, rows) -> None:
 def test_synthetic_model_every_proposer_and_k_matches_native(
     playwright_instance, site_url, synth_package, artifacts, engine
 ):
-    cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES]
+    cases = [(p, k, t) for t in (0.0, 1.0) for p, k in PROPOSER_CASES] + NUCLEUS_CASES
     kernels = PAGE_KERNELS.get(engine, "columns")
     with open_app(playwright_instance, engine, site_url + f"?nosw&backend=webgpu&kernels={kernels}") as app:
         backend_text = app.wait_ready()
@@ -100,7 +106,7 @@ def test_synthetic_model_every_proposer_and_k_matches_native(
         rows = run_cases(app, synth_package, "cpu" if cpu else "webgpu", cases, SYNTH_PROMPT, 16, kernels)
     report(artifacts, "synth", engine, backend_text, rows)
     for row in rows:
-        case = f"{engine} {row['proposer']} k={row['k']} T={row['temperature']}"
+        case = f"{engine} {row['proposer']} k={row['k']} T={row['temperature']} top-p={row['top_p']}"
         assert row["page"], f"{case}: empty answer ({row['finish']})"
         assert_speculation_ran(row, case, lookup_expected=False)
         if row["temperature"] == 0:

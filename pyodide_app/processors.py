@@ -15,6 +15,8 @@ Order (fixed, and the same in the WGSL verify kernel):
 The arithmetic is pluggable: `FLOAT` works on float logits (max-shifted
 softmax, fsum); `EXACT` represents a logit l by the Fraction w = exp(l), so
 tests get exact rational distributions from the very same code.
+In the page, the CPU champion's sampled rows without a repetition penalty are processed by the same steps
+in JS (web/row_processing.js, processedRow: tests/test_row_processing.py holds it to this module).
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def test_prefill_chunks_stay_full_with_one_row_attention():
 def test_a_verify_call_makes_lists_of_the_rows_the_decision_reads_only(dense):
     """Making a 49,152-float row a list, checking it and taking its argmax costs ~11 ms in Pyodide, where a
     1-row round's champion call takes ~42: the runtime hands over each row's argmax (numpy here,
-    onnx_session.js's rowArgmax in the page) and a greedy round reads no row, while one with a repetition
+    row_processing.js's rowArgmax in the page) and a greedy round reads no row, while one with a repetition
     penalty (which can reorder a row) reads the rows up to its first rejection, and takes the same token
     from them. Fails if the runtime makes every row a list up front, if greedy rounds ignore the argmaxes,
     if a penalised round trusts them, or if the two paths disagree."""

@@ -248,13 +248,78 @@ def test_a_browser_champion_call_makes_lists_of_the_rows_read_only():
     assert browser["best"] == [2, 1, -1]
 
 
+SAMPLED_ROWS_PROBE = r"""
+import json
+from pyodide.code import run_js
+from pyodide_app.acceptance import PointMass
+from pyodide_app.browser.onnx_session import BrowserChampionRuntime
+from pyodide_app.champion import ProcessedRows, VerifyRequest, decide
+from pyodide_app.processors import FLOAT, SamplingSettings, process_row
+from pyodide_app.sampling import SeededDraws
+
+V = 500
+rows_js = run_js('''(() => {
+  const V = 500, rows = new Float32Array(3 * V);
+  for (let i = 0; i < rows.length; i++) rows[i] = 4 * Math.sin(i * 12.9898);
+  const { processedRow, rowArgmax } = globalThis.rowProcessing;
+  return { rows, best: rowArgmax(rows, V), processed: (r, t, k, p) => processedRow(rows, r, V, t, k, p) };
+})()''')
+runner = run_js("({step() { return null; }, reset() {}, truncate() {}})")
+runtime = BrowserChampionRuntime(runner, {"config": {"vocab_size": V}})
+out = {}
+for name, settings in {
+    "top_p": SamplingSettings(temperature=0.8, top_p=0.9),
+    "full": SamplingSettings(temperature=1.2),
+    "penalty": SamplingSettings(temperature=0.8, top_p=0.9, repetition_penalty=1.3),
+}.items():
+    cases = []
+    for seed in range(6):
+        steps = runtime.run([4, 5, 6])
+        next(steps).resolve(rows_js)
+        try:
+            steps.send(None)
+        except StopIteration as done:
+            rows = done.value
+        plain = [rows.convert(j) for j in range(3)]  # the rows as Python lists, beside `rows`
+        drafts = (rows.best[0], rows.best[1])
+        request = VerifyRequest((1, 2, 3), 2, drafts, tuple(map(PointMass, drafts)), seed, settings, SeededDraws(seed))
+        js, py = decide(rows, request), decide(plain, request)
+        cases.append({
+            "same": [js.accepted, js.terminal] == [py.accepted, py.terminal],
+            "made": sorted(rows.made),
+            "rows": [list(ProcessedRows(rows, request, FLOAT)[j]) for j in range(3)],
+            "python_rows": [process_row(plain[j], settings, request.context + drafts[:j]) for j in range(3)],
+        })
+    out[name] = cases
+result = json.dumps(out)
+"""
+
+
+def test_a_sampled_browser_champion_row_is_processed_by_the_page_not_made_a_list():
+    """A sampled round on the CPU path takes its rows' distributions from row_processing.js's processedRow
+    (a list, temperature, softmax and top-p of a 49,152-wide row took ~31 ms in Pyodide under Node): no row
+    becomes a list, and the decision and processed rows are Python's (probabilities to 1e-14). With a
+    repetition penalty (which needs the row's history) Python processes the rows itself. Fails if the runtime's
+    processor is not used (rows made lists), is used under a penalty (the rows would differ), or returns rows
+    wrongly shaped or for the wrong row (the decision or the rows would differ)."""
+    browser = run_pyodide(SAMPLED_ROWS_PROBE)
+    for name, cases in browser.items():
+        for case in cases:
+            assert case["same"], name
+            for row, python_row in zip(case["rows"], case["python_rows"]):
+                assert len(row) == len(python_row) == 500
+                for a, b in zip(row, python_row):
+                    assert a == pytest.approx(b, rel=1e-14, abs=0), name
+            assert (case["made"] == []) == (name != "penalty"), (name, case["made"])
+
+
 def test_the_browser_row_argmax_is_pythons_first_largest_and_refuses_rows_that_are_not_finite():
     """web/onnx_session.js's rowArgmax under Node decides greedy rounds on the CPU path, so it must be the
     champion's argmax exactly: the first index of the largest value (processors.argmax's tie rule), on
     float32 rows, and -1 (the Python path reads the row and raises or handles it) where a row holds a NaN,
     +inf or -inf. Fails with a `>=` comparison (the last of ties), or with a NaN row given an index."""
     script = """
-import { rowArgmax } from "./web/onnx_session.js";
+import { rowArgmax } from "./web/row_processing.js";
 const rows = Float32Array.from([1, 5, 5, 2,  -3, -1, -1, -2,  0, NaN, 9, 1,  1, Infinity, 0, 0,  -Infinity, 0, 1, 1,
                                 7, 0, 0, 7]);
 process.stdout.write(JSON.stringify(Array.from(rowArgmax(rows, 4))));

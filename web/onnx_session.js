@@ -3,31 +3,10 @@
 // The browser twin of pyodide_app/native/onnx_session.py; pyodide_app/browser/onnx_session.py drives it.
 // step() feeds tokens after the cached ones and returns the graph's sampled token, its q row (a
 // Float32Array that goes to the GPU without passing through Python lists), the row's entropy and, for
-// champions, the logits of every fed row with each row's argmax (rowArgmax: a greedy round reads no row).
+// champions, the logits of every fed row with each row's argmax and a processor of a sampled row beside them
+// (row_processing.js: a greedy round reads no row, a sampled one no full row).
 
-// Per row of row-major [rows, width] logits: the index of its largest value (the first of ties), or -1 where
-// the row holds a NaN or an infinity (Python then reads that row itself, and reports it). ~0.1 ms a
-// 49,152-wide row, where Python's list, checks and argmax of it take ~11 ms in Pyodide.
-export function rowArgmax(data, width) {
-  const out = new Int32Array(data.length / width);
-  for (let r = 0; r < out.length; r++) {
-    let best = 0;
-    let top = -Infinity;
-    for (let j = 0, i = r * width; j < width; j++, i++) {
-      const x = data[i];
-      if (!(x > -Infinity && x < Infinity)) {  // NaN fails both
-        best = -1;
-        break;
-      }
-      if (x > top) {
-        top = x;
-        best = j;
-      }
-    }
-    out[r] = best;
-  }
-  return out;
-}
+import { processedRow, rowArgmax } from "./row_processing.js";
 
 export class OnnxKVSession {
   // externalData: [{path, data}] for a graph whose weights are not in its file (the float32 CPU champion).
@@ -101,12 +80,16 @@ export class OnnxKVSession {
       this.past[name] = this.kvOnDevice ? { device: present } : { data: present.data };
     }
     this.length += tokens.length;
+    const logits = out.all_logits;  // champions: [1, T, V]
+    const width = logits?.dims[2];
     return {
       token: Number(out.token.data[0]),
       probs: out.probs.data,
       entropyBits: out.entropy_bits?.data[0] ?? null,  // bits, of softmax(logits / T) (T = 1 when greedy)
-      rows: out.all_logits?.data ?? null,
-      best: out.all_logits ? rowArgmax(out.all_logits.data, out.all_logits.dims[2]) : null,
+      rows: logits?.data ?? null,
+      best: logits ? rowArgmax(logits.data, width) : null,
+      // (row, temperature, topK, topP) -> that row's processed distribution (row_processing.js), or null
+      processed: logits ? (row, temperature, topK, topP) => processedRow(logits.data, row, width, temperature, topK, topP) : null,
     };
   }
 

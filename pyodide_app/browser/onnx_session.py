@@ -10,9 +10,11 @@ from typing import Any, Sequence
 from ..acceptance import FullRow, ReducedRow, id_positions
 from ..champion import CachedPrefix, RowsOnDemand, SessionAdapter
 from ..cpu_champion import attention_bytes_per_row_key
+from ..processors import SamplingSettings
 from ..proposers.neural import DraftStep
+from ..sampling import supported_row
 from ..waits import wait_for
-from .js import ffi
+from .js import ffi, present
 
 
 class BrowserOnnxSession:
@@ -77,8 +79,24 @@ class BrowserChampionRuntime(SessionAdapter):
         result = yield from self.session.feed(tokens)
         values = float32_array(result.rows)  # the f32 rows [T * V]
         v = self.vocab_size
-        best = list(result.best.to_py())  # onnx_session.js's rowArgmax: each row's argmax, -1 where not finite
-        return RowsOnDemand(len(tokens), lambda j: values[j * v : (j + 1) * v].tolist(), best)
+        best = list(result.best.to_py())  # row_processing.js's rowArgmax: each row's argmax, -1 where not finite
+
+        def processed(j: int, settings: SamplingSettings) -> list | None:
+            """Row j processed by row_processing.js's processedRow (sampled, no repetition penalty)."""
+            return processed_row(result.processed(j, settings.temperature, settings.top_k, settings.top_p), v)
+
+        return RowsOnDemand(len(tokens), lambda j: values[j * v : (j + 1) * v].tolist(), best, processed)
+
+
+def processed_row(out: Any, width: int) -> list | None:
+    """processedRow's {indices, probs} as process_row returns it: the kept tokens' probabilities in a
+    SupportedRow (top-p), or every token's as a list; None where JS left the row to Python."""
+    if not present(out):
+        return None
+    probs = out.probs.to_py().tolist()  # a Float64Array: one copy
+    if not present(out.indices):
+        return probs
+    return supported_row(width, 0.0, dict(zip(out.indices.to_py().tolist(), probs)))
 
 
 def float32_array(typed_array: Any) -> array:
