@@ -407,13 +407,17 @@ def run_bench(
                     else:
                         keep_kv = keep_prompt_kv and repeat > 0
                         record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s, keep_kv)
-                        if record.get("hung") and arm.peer == "wllama":  # a fresh tab and one more try
-                            log(f"{arm.name} hung ({record['error']}): reopening its tab and trying once more")
+                        if "error" in record and arm.peer == "wllama" and peer_page is not None:
+                            # A hang or a failure of llama.cpp's wasm build (seen once in CI, 2 threads): a fresh
+                            # tab and one more try
+                            log(f"{arm.name} failed ({record['error']}): reopening its tab and trying once more")
+                            first_error = record["error"]
                             peer_page.close()
                             peer_page = open_peer_page(context, url)
                             record = {
                                 **run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s),
                                 "retried": True,
+                                "first_error": first_error,
                             }
                     if record.get("hung"):
                         hung.add(arm.name)
