@@ -125,13 +125,11 @@ def test_the_workers_dequantiser_equals_the_native_one(synth_package):
     """web/dequant.js (under Node) and native/dense_champion.py build bitwise the same float32 weights."""
     import base64
     import json
-    import shutil
-    import subprocess
 
     from pyodide_app.manifest import read_tensor_bytes
     from pyodide_app.native.dense_champion import dequantize
 
-    from .conftest import ROOT
+    from .conftest import run_node_module
 
     manifest = json.loads((synth_package / "manifest.json").read_text())
     names = [n for n, t in manifest["champion"]["tensors"].items() if t["format"] in ("q4_1", "q8_0")][:4]
@@ -149,16 +147,7 @@ for (const name of names) {
 }
 process.stdout.write(JSON.stringify(out));
 """
-    result = subprocess.run(
-        [shutil.which("node"), "--input-type=module", "-e", script],
-        input=json.dumps([str(synth_package), names]),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    web = json.loads(result.stdout)
+    web = run_node_module(script, [str(synth_package), names])
     assert {manifest["champion"]["tensors"][n]["format"] for n in names} == {"q4_1", "q8_0"}
     for name in names:
         spec = manifest["champion"]["tensors"][name]

@@ -4,12 +4,13 @@ package under Node 20), and the same code gives the same numbers there as in CPy
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from .conftest import run_node, run_node_module
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pyodide_app"
@@ -77,20 +78,10 @@ def run_in_pyodide() -> dict:
 
 def run_pyodide(code: str, extra_files: dict[str, str] | None = None) -> dict:
     """The JSON `result` of `code` run in real Pyodide (Node) with pyodide_app (and extra_files) under /app."""
-    node = shutil.which("node")
-    if node is None or not (ROOT / "node_modules" / "pyodide").is_dir():
-        pytest.fail("node and node_modules/pyodide are required (run `make test`, which runs npm ci)")
+    if not (ROOT / "node_modules" / "pyodide").is_dir():
+        pytest.fail("node_modules/pyodide is required (run `make test`, which runs npm ci)")
     files = {str(p.relative_to(ROOT)): p.read_text() for p in PACKAGE.rglob("*.py")}
-    completed = subprocess.run(
-        [node, str(RUNNER)],
-        input=json.dumps({"files": {**files, **(extra_files or {})}, "code": code}),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return json.loads(completed.stdout)
+    return run_node([str(RUNNER)], {"files": {**files, **(extra_files or {})}, "code": code}, timeout=300)
 
 
 def test_module_list_covers_the_core():
@@ -324,15 +315,7 @@ const rows = Float32Array.from([1, 5, 5, 2,  -3, -1, -1, -2,  0, NaN, 9, 1,  1, 
                                 7, 0, 0, 7]);
 process.stdout.write(JSON.stringify(Array.from(rowArgmax(rows, 4))));
 """
-    completed = subprocess.run(
-        [shutil.which("node"), "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    assert json.loads(completed.stdout) == [1, 1, -1, -1, -1, 0]
+    assert run_node_module(script) == [1, 1, -1, -1, -1, 0]
     from pyodide_app.processors import argmax
 
     for row, expected in (([1, 5, 5, 2], 1), ([-3, -1, -1, -2], 1), ([7, 0, 0, 7], 0)):

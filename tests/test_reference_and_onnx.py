@@ -4,8 +4,6 @@ Hugging Face folder conversion, golden vectors, the tokenize CLI."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,7 @@ from pyodide_app.chat_template import ChatTemplate
 from pyodide_app.sampling import categorical_from_uniform
 from pyodide_app.tokenizer import Tokenizer
 
-from .conftest import ROOT, run_build_tools
+from .conftest import ROOT, run_build_tools, run_node
 from .model_fixtures import hf_float_weights, write_hf_folder
 
 ORT_WEB_RUNNER = ROOT / "tests" / "ort_web_runner.mjs"
@@ -157,13 +155,7 @@ def run_in_onnxruntime_web(
         "outputs": outputs,
         "outputs_once": list(outputs_once),
     }
-    node = shutil.which("node")
-    assert node, "node is required"
-    result = subprocess.run(
-        [node, str(ORT_WEB_RUNNER)], input=json.dumps(request), capture_output=True, text=True, cwd=ROOT, timeout=600
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout)
+    return run_node([str(ORT_WEB_RUNNER)], request, timeout=600)
 
 
 def test_draft_onnx_runs_in_onnxruntime_web(synth_package):

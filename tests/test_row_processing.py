@@ -3,16 +3,14 @@ path: a sampled row's distribution (processedRow) and the correctly rounded sum 
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from pyodide_app.processors import SamplingSettings, process_row
+
+from .conftest import run_node_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,25 +32,12 @@ process.stdout.write(JSON.stringify({ rows: out, sums: input.sums.map(exactSum) 
 
 
 def run_js(rows: list[list], cases: list[tuple], sums: list[list[float]] = ()) -> dict:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is required (run `make test`)")
-    completed = subprocess.run(
-        [node, "--input-type=module", "-e", SCRIPT],
-        input=json.dumps(
-            {
-                "rows": [[json_logit(x) for x in row] for row in rows],
-                "cases": [list(c) for c in cases],
-                "sums": [list(s) for s in sums],
-            }
-        ),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    return json.loads(completed.stdout)
+    payload = {
+        "rows": [[json_logit(x) for x in row] for row in rows],
+        "cases": [list(c) for c in cases],
+        "sums": [list(s) for s in sums],
+    }
+    return run_node_module(SCRIPT, payload)
 
 
 def json_logit(x):
