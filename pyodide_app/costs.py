@@ -21,7 +21,7 @@ cache), so at a long context it costs more than V(T) says: key_ms[T - 1], the ms
 token beyond the 64 of the measurement, comes from greedy verify calls at each measured T after LONG_CONTEXT tokens
 against the same after 64, measured once per engine at its first auto request whose prompt is that long (short
 chats never pay for it). Per T, not per row: on the page's CPU path at ~1,700 tokens a 1-row call took 65 ms more
-than at 64 tokens, a 2-row call 106 more and a 5-row call 130 (policy 14's one slope per row, fitted from T = 1 and
+than at 64 tokens, a 2-row call 110 more and a 5-row call 130 (policy 14's one slope per row, fitted from T = 1 and
 9, priced 18, 36 and 89, so a drafted row looked dearer beside none than it was). The measurement runs as Steps
 (waits.py), so the browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten
 after.

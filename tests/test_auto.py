@@ -374,7 +374,7 @@ def test_a_long_context_that_costs_each_call_more_than_each_row_leaves_drafting_
     for 1 row, 89 for 5) drafted one token there, and sampled auto ran 0.82x lookup-adaptive on that stratum."""
     verify = [36.0, 41.0, 50.0, 58.0, 66.0, 73.0, 80.0, 88.0, 95.0]
     tokens = 1700 - 64
-    per_call = fixed_costs(verify, None, key_ms=[e / tokens for e in (65, 106, 120, 125, 130, 130, 130, 130, 130)])
+    per_call = fixed_costs(verify, None, key_ms=[e / tokens for e in (65, 110, 119, 125, 130, 130, 130, 130, 130)])
     per_row = fixed_costs(verify, None, key_ms=[0.0109 * rows for rows in range(1, 10)])
     match, long = (3, (1, 2, 3, 4, 5, 6, 7, 8)), [0] * 1700
     assert CostPolicy(per_call).choose(long, 8, match, False) == Choice("prompt_lookup", 8, 3)
