@@ -200,9 +200,7 @@ class Engine:
         self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
         self.live: LiveCosts | None = None  # the greedy costs, refined by every greedy auto round since
         self.refine_costs = True  # False: greedy requests keep the measurement as well (tests that fix the costs)
-        self.key_ms: tuple[float, ...] | None = (
-            None  # costs.measure_key_ms, at the first auto request of >= LONG_CONTEXT tokens
-        )
+        self.key_ms: float | None = None  # costs.measure_key_ms, at the first auto request of >= LONG_CONTEXT tokens
         # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
         # that prompt (the same conversation, a later turn) starts from those counts.
         self.learned: tuple[tuple[int, ...], Learned] | None = None
@@ -320,7 +318,7 @@ class Engine:
             self.key_ms = yield from measure_key_ms(self.champion, self.k_max + 1)
         # Only a long prompt's request prices context (a short one's choices never depend on whether a long
         # one came first, so a seeded short request stays reproducible across the engine's life).
-        key_ms = self.key_ms if long else ()
+        key_ms = self.key_ms if long else 0.0
         if settings.greedy and self.refine_costs:  # its tokens are the champion's whatever auto chooses: learn live
             if self.live is None:
                 self.live = LiveCosts(self.costs[kind])

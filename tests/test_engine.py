@@ -437,9 +437,9 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
 
 
 def test_auto_measures_a_long_contexts_cost_at_the_first_long_prompt(gpu, synth_package, monkeypatch):
-    """The per-context-token cost of each row count's call (costs.measure_key_ms) is measured once, at the first
-    auto request whose prompt has LONG_CONTEXT tokens, and every long-prompt auto request uses it; short ones
-    never. (The synthetic model holds 512 tokens: LONG_CONTEXT is lowered to 200 here.)"""
+    """The per-row, per-context-token cost (costs.measure_key_ms) is measured once, at the first auto request
+    whose prompt has LONG_CONTEXT tokens, and every long-prompt auto request uses it; short ones never. (The
+    synthetic model holds 512 tokens: LONG_CONTEXT is lowered to 200 here.)"""
     from pyodide_app import costs
     from pyodide_app import engine as engine_module
     from pyodide_app.native.loader import load_engine
@@ -453,16 +453,15 @@ def test_auto_measures_a_long_contexts_cost_at_the_first_long_prompt(gpu, synth_
     assert 200 <= len(engine.encode_prompt([{"role": "user", "content": long_prompt}])) < 400
     done = chat(engine, long_prompt, "auto", 8, max_tokens=8, temperature=0)
     key_ms = engine.key_ms
-    reported = [round(k, 6) for k in key_ms]
-    assert len(key_ms) == 9 and min(key_ms) >= 0 and done["speculative"]["auto"]["costs"]["key_ms"] == reported
+    assert key_ms is not None and key_ms >= 0 and done["speculative"]["auto"]["costs"]["key_ms"] == round(key_ms, 6)
     assert done["tokens"] == chat(engine, long_prompt, "none", 0, max_tokens=8, temperature=0)["tokens"]
     again = chat(engine, long_prompt, "auto", 8, max_tokens=4, temperature=0)
-    assert engine.key_ms is key_ms and again["speculative"]["auto"]["costs"]["key_ms"] == reported
+    assert engine.key_ms is key_ms and again["speculative"]["auto"]["costs"]["key_ms"] == round(key_ms, 6)
     # A short prompt never prices context, whether or not a long one came first (its choices, and so a
     # seeded sampled answer, do not depend on the engine's history).
     assert (
         chat(engine, "hello world", "auto", 8, max_tokens=4, temperature=0)["speculative"]["auto"]["costs"]["key_ms"]
-        == []
+        == 0
     )
 
 
