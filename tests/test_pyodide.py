@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from .conftest import run_node, run_node_module
+from .conftest import ROOT, run_node, run_node_module
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pyodide_app"
 RUNNER = ROOT / "tests" / "pyodide_runner.mjs"
 # Modules that bind native libraries (wgpu-py, onnxruntime) live here; the browser
@@ -315,7 +313,7 @@ const rows = Float32Array.from([1, 5, 5, 2,  -3, -1, -1, -2,  0, NaN, 9, 1,  1, 
                                 7, 0, 0, 7]);
 process.stdout.write(JSON.stringify(Array.from(rowArgmax(rows, 4))));
 """
-    assert run_node_module(script) == [1, 1, -1, -1, -1, 0]
+    assert run_node_module(script, timeout=60) == [1, 1, -1, -1, -1, 0]
     from pyodide_app.processors import argmax
 
     for row, expected in (([1, 5, 5, 2], 1), ([-3, -1, -1, -2], 1), ([7, 0, 0, 7], 0)):

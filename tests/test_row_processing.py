@@ -4,15 +4,12 @@ path: a sampled row's distribution (processedRow) and the correctly rounded sum 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
 from pyodide_app.processors import SamplingSettings, process_row
 
 from .conftest import run_node_module
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # Reads {"rows": [[f32 logits]], "cases": [[row, temperature, topK, topP]], "sums": [[doubles]]} on stdin;
 # "nan"/"inf"/"-inf" strings stand for those logits (JSON has none).
