@@ -17,6 +17,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pyodide_app.costs import LONG_CONTEXT
+
 from .bench_stats import SLOW_PEER, summarize, table
 from .eval_set import independent_items, independent_sha256
 
@@ -99,8 +101,11 @@ def workload(strata: list[str] | None, per_stratum: int, sampled_per_stratum: in
     return items
 
 
-def chat_chars(messages: list[dict]) -> int:
-    return sum(len(m["content"]) for m in messages)
+def warm_auto(page, messages: list[dict], setting: str, call_timeout_s: float) -> dict:
+    """One auto answer of one token, outside the timed arms: auto measures its costs at its first request of a
+    kind of sampling and of a long prompt's key length. -> its done event ({} when none came)."""
+    request = page_request(Arm("auto", "auto", 8), messages, setting, 1)
+    return call(page, "(req) => window.specChat.chat(req)", request, call_timeout_s)["done"] or {}
 
 
 def page_request(arm: Arm, messages: list[dict], setting: str, max_tokens: int) -> dict:
@@ -383,17 +388,16 @@ def run_bench(
             )
             auto_costs = {}  # setting -> the engine's auto block (policy version, costs of that kind of sampling)
             if any(a.proposer == "auto" for a in arms):  # auto measures its costs per kind: not in a timed arm
-                # The workload's longest prompt: a long one has the long-context cost measured here too.
-                longest = max((i["messages"] for i in items), key=chat_chars)
-                for setting in sorted({i["setting"] for i in items}):
-                    warm = call(
-                        page,
-                        "(req) => window.specChat.chat(req)",
-                        page_request(Arm("auto", "auto", 8), longest, setting, 1),
-                        call_timeout_s,
-                    )
-                    auto_costs[setting] = (warm["done"] or {}).get("speculative", {}).get("auto")
+                longest_first = sorted({json.dumps(i["messages"]) for i in items}, key=len, reverse=True)
+                settings = sorted({i["setting"] for i in items})
+                for setting in settings:  # the longest prompt: a long one has its context's price measured too
+                    done = warm_auto(page, json.loads(longest_first[0]), setting, call_timeout_s)
+                    auto_costs[setting] = done.get("speculative", {}).get("auto")
                     log(f"auto ({setting}): {auto_costs[setting]}")
+                for messages in longest_first[1:]:  # and each other long prompt's key length (costs.key_length)
+                    done = warm_auto(page, json.loads(messages), settings[0], call_timeout_s)
+                    if done.get("usage", {}).get("prompt_tokens", 0) < LONG_CONTEXT:
+                        break
             peer_page = open_peer_page(context, url) if gguf is not None else None  # a second tab, same session
             first_greedy = next((i for i in items if i["setting"] == "greedy"), None)
             hung: set[str] = set()  # peers that gave no answer once: not run again

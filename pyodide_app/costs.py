@@ -16,11 +16,19 @@ CPU path's pass over a 49,152-entry row in Python, which version 9 priced at 0);
 V_sampled(1) - V_greedy(1) (softmax, top-p). Each pair is timed side by side in every sweep (machine drift
 between separate passes would land in the difference).
 
-A verified row also attends to every context token, so at a long context each row costs more than V(T)/T
-says: key_ms, the ms per verified row per context token beyond the 64 of the measurement, comes from greedy
-verify calls at T = 1 and T_max after LONG_CONTEXT tokens, measured once per engine at its first auto request
-whose prompt is that long (short chats never pay for it). The measurement runs as Steps (waits.py), so the
-browser's asynchronous CPU champion and draft runtime can be timed too. KV caches are forgotten after.
+A verify call also reads every context token (each row attends to all of them, and the runtime passes the KV
+cache), so at a long context it costs more than V(T) says: key_ms[T - 1], the ms a call of T rows adds per context
+token beyond the 64 of the measurement, comes from greedy verify calls at each measured T after L tokens against
+the same after 64. L is a request's key length (key_length): the largest of LONG_CONTEXT * KEY_STEP^j (512, 724,
+1,024, 1,448, 2,048, ...) that its prompt reaches, measured once per engine at the first auto request of that
+length (short chats never pay for it). Per T, not per row: on the page's CPU path at ~1,700 tokens a 1-row call
+took 65 ms more than at 64 tokens, a 2-row call 106 more and a 5-row call 130 (policy 14's one slope per row,
+fitted from T = 1 and 9 at 512 tokens, priced 18, 36 and 89, so a drafted row looked dearer beside none than it
+was). Near the request's own length, not at 512 for every length: what a context token costs is not the same at
+every length there (policy 15 measured 0.068 ms per token for a 1-row call at 512 tokens, which priced a 1-row
+call at 1,700 tokens 111 ms dearer where it took 65, and auto drafted one-token rounds that lost). The
+measurement runs as Steps (waits.py), so the browser's asynchronous CPU champion and draft runtime can be timed
+too. KV caches are forgotten after.
 
 LiveCosts refines a measurement from published rounds' timings (greedy auto requests: their tokens do not
 depend on the choices, so choices may follow the clock).
@@ -45,7 +53,8 @@ GREEDY = SamplingSettings(temperature=0)
 CONTEXT = tuple(100 + i for i in range(64))
 EXTRA_SWEEPS = 4  # further sweeps while the measured V(T) do not rise with T
 RISE_MS = 1e-3  # a V(T) this much above V(T - 1) rises (a median of an even count can tie to rounding error)
-LONG_CONTEXT = 512  # tokens: where key_ms is measured, and the prompt length that has it measured
+LONG_CONTEXT = 512  # tokens: a prompt this long has its context priced (key_ms), measured at its key_length
+KEY_STEP = 2**0.5  # the lengths key_ms is measured at: LONG_CONTEXT * KEY_STEP**j, rounded
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
 LIVE_MAX_AGE = 64  # rounds (of every row count): an older timing no longer describes the machine and is dropped
@@ -56,12 +65,12 @@ class CostModel:
     verify_ms: tuple[float, ...]  # verify_ms[T - 1]: one verify call of T rows, T = 1..T_max
     draft_step_ms: float | None  # one neural draft step (one token, the proposer's work included); None: no draft
     row_ms: float = 0.0  # processing one more verified row (greedy: its argmax; sampled: softmax, top-p, ...)
-    key_ms: float = 0.0  # per verified row per context token beyond len(CONTEXT) (0: not measured)
+    key_ms: tuple[float, ...] = ()  # key_ms[T - 1]: a T-row call's ms per context token beyond len(CONTEXT); (): 0
+    key_length: int = 0  # the context length key_ms was measured at (key_length; 0: none)
 
     def verify(self, rows: int, context: int = len(CONTEXT)) -> float:
         """A verify call of `rows` rows after `context` tokens."""
-        longer = max(0, context - len(CONTEXT))
-        return self.verify_ms[min(rows, len(self.verify_ms)) - 1] + rows * longer * self.key_ms
+        return self.verify_ms[min(rows, len(self.verify_ms)) - 1] + context_ms(self.key_ms, rows, context)
 
     def round_ms(self, rows: int, expected_tokens: float, context: int = len(CONTEXT)) -> float:
         """A verify round of `rows` rows after `context` tokens that emits `expected_tokens` on average: it
@@ -73,8 +82,17 @@ class CostModel:
             "verify_ms": [round(v, 3) for v in self.verify_ms],
             "draft_step_ms": None if self.draft_step_ms is None else round(self.draft_step_ms, 3),
             "row_ms": round(self.row_ms, 3),
-            "key_ms": round(self.key_ms, 6),
+            "key_ms": [round(k, 6) for k in self.key_ms],
+            "key_length": self.key_length,
         }
+
+
+def context_ms(key_ms: Sequence[float], rows: int, context: int) -> float:
+    """What `context` tokens add to a verify call of `rows` rows beyond the len(CONTEXT) its V(T) was timed after
+    (key_ms: CostModel.key_ms; empty: not measured, 0)."""
+    if not key_ms:
+        return 0.0
+    return max(0, context - len(CONTEXT)) * key_ms[min(rows, len(key_ms)) - 1]
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,7 @@ class LiveCosts:
     """A measured CostModel refined from published rounds' timings (greedy auto requests, see engine.py).
 
     Each round's verify time, less the row processing and context terms the model adds back
-    (row_ms, key_ms), is a sample of V(T) at its row count T. A row count with LIVE_MIN_ROUNDS samples
+    (row_ms, and key_ms's context_ms), is a sample of V(T) at its row count T. A row count with LIVE_MIN_ROUNDS samples
     takes the median of its last LIVE_WINDOW. One with fewer takes its measurement, scaled down when
     recent rounds ran faster than measured (pace: the median ratio of recent samples to the measurement;
     a busy neighbour can inflate a measurement's minute: a 2026-12-02 page load measured sampled V(1)
@@ -115,8 +133,8 @@ class LiveCosts:
         self.pace: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, sample / measured V(T))
         self.draft: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, ms per draft step)
 
-    def record(self, timing: RoundTiming, key_ms: float = 0.0) -> None:
-        """Learn from one round; key_ms: the context price the request's model used (0: none). A round after
+    def record(self, timing: RoundTiming, key_ms: Sequence[float] = ()) -> None:
+        """Learn from one round; key_ms: the context price the request's model used (empty: none). A round after
         LONG_CONTEXT tokens or more is left out: what its context adds is key_ms's to price, and less that
         estimate it was no sample of the short-context V(T) (a 2026-12-02 page bench's long-context stratum
         left V(3) at 100 ms against a measured 53, and auto then stopped drafting on the short chats after)."""
@@ -125,7 +143,7 @@ class LiveCosts:
             return
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
-        extra = (timing.read - 1) * m.row_ms + timing.rows * max(0, timing.context - len(CONTEXT)) * key_ms
+        extra = (timing.read - 1) * m.row_ms + context_ms(key_ms, timing.rows, timing.context)
         sample = max(0.0, timing.verify_ms - extra)
         self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, sample))
         self.pace.append((self.clock, sample / m.verify_ms[rows - 1]))
@@ -136,8 +154,9 @@ class LiveCosts:
         """The values of (clock, value) samples at most LIVE_MAX_AGE rounds old."""
         return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
 
-    def model(self, key_ms: float = 0.0) -> CostModel:
-        """The refined CostModel (the measurement itself before any round), pricing context by key_ms."""
+    def model(self, key_ms: Sequence[float] = (), key_length: int = 0) -> CostModel:
+        """The refined CostModel (the measurement itself before any round), pricing context by key_ms (measured
+        at key_length tokens)."""
         m = self.measured
         paces = self.recent(self.pace)
         pace = min(1.0, median(paces)) if paces else 1.0
@@ -151,7 +170,7 @@ class LiveCosts:
                 verify.append(max(measured * pace, floor))
         steps = self.recent(self.draft)
         draft = median(steps) if len(steps) >= LIVE_MIN_ROUNDS else m.draft_step_ms
-        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, key_ms=key_ms)
+        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, key_ms=tuple(key_ms), key_length=key_length)
 
     def rounds(self) -> int:
         """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""
@@ -235,18 +254,33 @@ def paired_excess(times: Sequence[float], baseline: Sequence[float]) -> float:
     return median(t - b for t, b in zip(times, baseline))
 
 
-def measure_key_ms(champion, t_max: int, repeats: int = 3) -> Generator[Wait, None, float]:
-    """ms per verified row per context token: greedy verify calls at T = 1 and t_max after LONG_CONTEXT
-    tokens against the same after CONTEXT, fitted as extra(T) = T * tokens * key_ms (least squares over
-    the two T). 0 where the champion's context cannot hold LONG_CONTEXT + t_max tokens."""
-    if champion.context_limit < LONG_CONTEXT + t_max:
-        return 0.0
-    rows = sorted({1, t_max})
+def key_length(prompt_tokens: int, context_limit: int, t_max: int) -> int | None:
+    """The context length whose measured key_ms prices a request of `prompt_tokens`: the largest LONG_CONTEXT *
+    KEY_STEP**j it reaches that the champion's context holds with t_max rows after; None below LONG_CONTEXT (a
+    short request prices no context) or where not even LONG_CONTEXT fits."""
+    best = None
+    length, j = LONG_CONTEXT, 0
+    while length <= prompt_tokens and length + t_max <= context_limit:
+        best = length
+        j += 1
+        length = round(LONG_CONTEXT * KEY_STEP**j)
+    return best
+
+
+def measure_key_ms(champion, t_max: int, length: int, repeats: int = 3) -> Generator[Wait, None, tuple[float, ...]]:
+    """key_ms for T = 1..t_max (CostModel.key_ms) as seen at `length` context tokens (a key_length): greedy verify
+    calls at each measured T after `length` tokens against the same after CONTEXT, their difference per context
+    token, made non-decreasing in T (a call of more rows reads the context at least as often) and interpolated
+    between the measured T."""
+    rows = sorted({min(r, t_max) for r in MEASURED_ROWS})
     short = yield from verify_ms_by_rows(champion, rows, repeats)
-    long = yield from verify_ms_by_rows(champion, rows, repeats, GREEDY, tuple(100 + i for i in range(LONG_CONTEXT)))
-    tokens = LONG_CONTEXT - len(CONTEXT)
-    fit = sum(r * (long[r] - short[r]) for r in rows) / (sum(r * r for r in rows) * tokens)
-    return max(0.0, fit)
+    long = yield from verify_ms_by_rows(champion, rows, repeats, GREEDY, tuple(100 + i for i in range(length)))
+    tokens = length - len(CONTEXT)
+    per_token, floor = {}, 0.0
+    for r in rows:
+        floor = max(floor, (long[r] - short[r]) / tokens)
+        per_token[r] = floor
+    return interpolate(per_token, t_max)
 
 
 def verify_ms_by_rows(
@@ -325,7 +359,7 @@ def time_draft_step(draft, repeats: int, settings: SamplingSettings = GREEDY) ->
 
 
 def fixed_costs(
-    verify_ms: Sequence[float], draft_step_ms: float | None, row_ms: float = 0.0, key_ms: float = 0.0
+    verify_ms: Sequence[float], draft_step_ms: float | None, row_ms: float = 0.0, key_ms: Sequence[float] = ()
 ) -> CostModel:
     """A CostModel from given numbers (tests, and replaying a recorded run)."""
-    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms, float(row_ms), float(key_ms))
+    return CostModel(tuple(float(v) for v in verify_ms), draft_step_ms, float(row_ms), tuple(float(k) for k in key_ms))

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
-from .costs import LONG_CONTEXT, CostModel, LiveCosts, cost_kind, measure_costs, measure_key_ms
+from .costs import CostModel, LiveCosts, cost_kind, key_length, measure_costs, measure_key_ms
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
@@ -200,7 +200,8 @@ class Engine:
         self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
         self.live: LiveCosts | None = None  # the greedy costs, refined by every greedy auto round since
         self.refine_costs = True  # False: greedy requests keep the measurement as well (tests that fix the costs)
-        self.key_ms: float | None = None  # costs.measure_key_ms, at the first auto request of >= LONG_CONTEXT tokens
+        # key length -> costs.measure_key_ms there, at the first auto request whose prompt has that key length
+        self.key_ms: dict[int, tuple[float, ...]] = {}
         # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
         # that prompt (the same conversation, a later turn) starts from those counts.
         self.learned: tuple[tuple[int, ...], Learned] | None = None
@@ -307,25 +308,26 @@ class Engine:
 
     def _costs_then(self, proposer: AutoProposer, settings: SamplingSettings, prompt_tokens: int, events):
         """Measure the device's costs once per kind of sampling (at its first auto request), and the cost of
-        a long context once (at the first auto request whose prompt has LONG_CONTEXT tokens), then stream the
+        a long context once per key length (at the first auto request whose prompt has it), then stream the
         request's events."""
         kind = cost_kind(settings)
         if kind not in self.costs:
             draft = proposer.neural  # the request's neural proposer (its temperature and stop), or None
             self.costs[kind] = yield from measure_costs(self.champion, draft, self.k_max + 1, settings)
-        long = prompt_tokens >= LONG_CONTEXT
-        if long and self.key_ms is None:
-            self.key_ms = yield from measure_key_ms(self.champion, self.k_max + 1)
-        # Only a long prompt's request prices context (a short one's choices never depend on whether a long
-        # one came first, so a seeded short request stays reproducible across the engine's life).
-        key_ms = self.key_ms if long else 0.0
+        # Only a long prompt's request prices context, at its own key length (a short one's choices never depend
+        # on whether a long one came first, nor a long one's on another length's, so a seeded request stays
+        # reproducible across the engine's life).
+        length = key_length(prompt_tokens, self.champion.context_limit, self.k_max + 1)
+        if length is not None and length not in self.key_ms:
+            self.key_ms[length] = yield from measure_key_ms(self.champion, self.k_max + 1, length)
+        key_ms = self.key_ms.get(length, ())
         if settings.greedy and self.refine_costs:  # its tokens are the champion's whatever auto chooses: learn live
             if self.live is None:
                 self.live = LiveCosts(self.costs[kind])
             proposer.policy.live = self.live
-            proposer.policy.costs = self.live.model(key_ms)
+            proposer.policy.costs = self.live.model(key_ms, length or 0)
         else:  # a sampled request's choices steer its seeded draws: the fixed measurement, so its seed replays it
-            proposer.policy.costs = replace(self.costs[kind], key_ms=key_ms)
+            proposer.policy.costs = replace(self.costs[kind], key_ms=key_ms, key_length=length or 0)
         yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:

@@ -22,6 +22,7 @@ from pyodide_app.costs import (
     cost_kind,
     fixed_costs,
     interpolate,
+    key_length,
     measure_costs,
     measure_key_ms,
 )
@@ -285,20 +286,20 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     """LiveCosts: a row count's own rounds (less the row processing and context the model adds back) take
     over from the measurement after LIVE_MIN_ROUNDS; an untried row count follows a faster pace, never a
     slower one; a window forgets old rounds; the draft step comes from neural rounds' ms per step."""
-    measured = fixed_costs([96.0, 97.0, 100.0], 3.0, row_ms=10.0, key_ms=0.01)
+    measured = fixed_costs([96.0, 97.0, 100.0], 3.0, row_ms=10.0, key_ms=[0.01, 0.02, 0.025])
     live = LiveCosts(measured)
-    assert live.model(key_ms=0.01) == measured
+    assert live.model(key_ms=(0.01, 0.02, 0.025)) == measured
     for ms in (70.0, 68.0):
         live.record(timed(1, ms))
     model = live.model()
     assert model.verify_ms[0] == pytest.approx(96.0 * 69 / 96) and model.verify_ms[2] == pytest.approx(100 * 69 / 96)
     live.record(timed(1, 69.0))
     assert LIVE_MIN_ROUNDS == 3 and live.model().verify(1) == 69.0  # its own median now
-    for _ in range(3):  # two rows read (one more processed, 10 ms), 400 tokens before it (336 more, 0.01 ms each)
-        live.record(timed(2, 92.0 + 10.0 + 2 * 336 * 0.01, read=2, context=400), key_ms=0.01)
+    for _ in range(3):  # two rows read (one more processed, 10 ms), 400 tokens before it (336 more, 0.02 ms each)
+        live.record(timed(2, 92.0 + 10.0 + 336 * 0.02, read=2, context=400), key_ms=(0.01, 0.02, 0.025))
     assert live.model().verify(2) == pytest.approx(92.0)
     for _ in range(3):  # rounds at a long context are left out (key_ms prices what the context adds)
-        live.record(timed(2, 300.0, context=LONG_CONTEXT), key_ms=0.01)
+        live.record(timed(2, 300.0, context=LONG_CONTEXT), key_ms=(0.01, 0.02, 0.025))
     assert live.model().verify(2) == pytest.approx(92.0)
     slower = LiveCosts(measured)
     for _ in range(3):  # rows dearer than measured: an untried smaller row count keeps its measurement
@@ -310,7 +311,7 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     assert live.model().draft_step_ms == 3.0
     for _ in range(3):
         live.record(timed(3, 100.0, steps=2, draft_ms=9.0))
-    assert live.model().draft_step_ms == 4.5 and live.model(key_ms=0.02).key_ms == 0.02
+    assert live.model().draft_step_ms == 4.5 and live.model(key_ms=[0.02]).key_ms == (0.02,)
 
 
 def test_a_live_timing_expires_so_a_row_count_priced_in_a_slow_minute_gets_tried_again():
@@ -352,18 +353,33 @@ def test_auto_stops_drafting_when_live_rounds_show_rows_dearer_than_measured():
 def test_a_long_context_makes_every_verified_row_dearer():
     """Each verified row attends to the whole context, so at 1,700 tokens a row costs more than V(T) timed
     after 64 tokens says (the page's long-context stratum: auto 0.77x champion-alone on WebGPU, drafting 8
-    tokens of 3-gram matches whose rows cost more than they could win). Rates use V(T) + T * extra * key_ms."""
+    tokens of 3-gram matches whose rows cost more than they could win). Rates use V(T) + extra * key_ms[T - 1]."""
     verify = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0]
     match = (3, (1, 2, 3, 4, 5, 6, 7, 8))
     short, long = [0] * 64, [0] * 1700
-    costs = fixed_costs(verify, None, key_ms=0.01)
+    costs = fixed_costs(verify, None, key_ms=[0.01 * rows for rows in range(1, 10)])
     assert costs.verify(3, 1700) == pytest.approx(12.0 + 3 * (1700 - 64) * 0.01)
     assert costs.verify(3) == costs.verify(3, 10) == 12.0  # no extra below the measured 64 tokens
+    assert costs.verify(12, 1700) == pytest.approx(18.0 + 9 * (1700 - 64) * 0.01)  # beyond T_max: T_max's
     unmeasured = CostPolicy(fixed_costs(verify, None))
     assert unmeasured.choose(long, 8, match, False) == unmeasured.choose(short, 8, match, False)
     at_short = CostPolicy(costs).choose(short, 8, match, False)
     assert at_short == Choice("prompt_lookup", 6, 3)
     assert CostPolicy(costs).choose(long, 8, match, False) == Choice("prompt_lookup", 1, 3)  # 1.7/43.7 vs 1/26.4
+
+
+def test_a_long_context_that_costs_each_call_more_than_each_row_leaves_drafting_worth_it():
+    """Policy 15: the context's price is per T-row call, not per row. On the page's CPU path at ~1,700 tokens a
+    1-row call took 65 ms more than at 64 tokens and a 5-row call 130: beside none's dearer row, eight drafted
+    tokens at a 3-gram match pay. Policy 14's one slope per row (measured 0.0109 ms per row per token: 18 ms
+    for 1 row, 89 for 5) drafted one token there, and sampled auto ran 0.82x lookup-adaptive on that stratum."""
+    verify = [36.0, 41.0, 50.0, 58.0, 66.0, 73.0, 80.0, 88.0, 95.0]
+    tokens = 1700 - 64
+    per_call = fixed_costs(verify, None, key_ms=[e / tokens for e in (65, 106, 120, 125, 130, 130, 130, 130, 130)])
+    per_row = fixed_costs(verify, None, key_ms=[0.0109 * rows for rows in range(1, 10)])
+    match, long = (3, (1, 2, 3, 4, 5, 6, 7, 8)), [0] * 1700
+    assert CostPolicy(per_call).choose(long, 8, match, False) == Choice("prompt_lookup", 8, 3)
+    assert CostPolicy(per_row).choose(long, 8, match, False) == Choice("prompt_lookup", 1, 3)
 
 
 OWN_TOKEN = 7  # ClockedChampion's greedy token after any context
@@ -389,17 +405,57 @@ class ClockedChampion:
         pass
 
 
-def test_key_ms_is_the_slope_of_verify_time_per_row_and_context_token(monkeypatch):
-    """measure_key_ms fits extra(T) = T * (LONG_CONTEXT - 64) * key_ms from verify calls at T = 1 and T_max
-    after 64 and after LONG_CONTEXT tokens; a champion too short for LONG_CONTEXT gets 0. The fake champion
-    takes 5 ms per call + 2 ms per row + 0.01 ms per row per context token."""
+def test_key_ms_is_each_row_counts_verify_time_per_context_token(monkeypatch):
+    """measure_key_ms at L tokens: per measured T, (V(T) after L tokens - V(T) after 64) / (L - 64), interpolated
+    between them. The fake champion takes 5 ms per call + 2 ms per row + per context token 0.03 ms per call and
+    0.01 ms per row (a per-row fit through T = 1 and 9, policy 14's, gives 0.0137 for every row instead)."""
 
     def cost_ms(request, call):
-        return 5 + (len(request.drafts) + 1) * (2 + 0.01 * len(request.context))
+        rows = len(request.drafts) + 1
+        return 5 + 2 * rows + len(request.context) * (0.03 + 0.01 * rows)
 
-    assert finish(measure_key_ms(ClockedChampion(monkeypatch, cost_ms), 9)) == pytest.approx(0.01)
-    short = ClockedChampion(monkeypatch, cost_ms, context_limit=LONG_CONTEXT + 8)
-    assert finish(measure_key_ms(short, 9)) == 0.0
+    measured = finish(measure_key_ms(ClockedChampion(monkeypatch, cost_ms), 9, 1448))
+    assert measured == pytest.approx([0.03 + 0.01 * rows for rows in range(1, 10)])
+
+
+def test_key_ms_is_measured_at_the_prompts_own_length(monkeypatch):
+    """Where a context token costs less the longer the context (as on the page's CPU path: 0.068 ms per token
+    for a 1-row call at 512 tokens, ~0.040 at 1,700), a 512-token measurement overprices a 1,700-token call
+    (policy 15: 111 ms where it took 65), so the measurement is taken at the prompt's key length. The fake
+    champion's context costs 40 ms per call plus 0.04 ms per token beyond 64."""
+
+    def call_ms(context: int) -> float:
+        return 10 + (40 + 0.04 * (context - 64) if context > 64 else 0)
+
+    champion = ClockedChampion(monkeypatch, lambda request, call: call_ms(len(request.context)))
+    at_512 = fixed_costs([10.0], None, key_ms=finish(measure_key_ms(champion, 1, 512)))
+    at_1448 = fixed_costs([10.0], None, key_ms=finish(measure_key_ms(champion, 1, 1448)))
+    assert at_1448.verify(1, 1700) == pytest.approx(call_ms(1700), rel=0.08)  # 123 ms for a real 115
+    assert at_512.verify(1, 1700) > 1.8 * call_ms(1700)  # 221 ms
+
+
+def test_key_ms_never_falls_with_more_rows(monkeypatch):
+    """A noisy long-context timing where 3 rows add less than 2 (as if fewer keys were read) is raised to the
+    2-row price: a call of more rows reads the context at least as often."""
+
+    def cost_ms(request, call):
+        rows = len(request.drafts) + 1
+        per_token = {1: 0.03, 2: 0.05, 3: 0.04}.get(rows, 0.06)
+        return 5 + 2 * rows + (len(request.context) - 64) * per_token
+
+    measured = finish(measure_key_ms(ClockedChampion(monkeypatch, cost_ms), 5, 512))
+    assert measured == pytest.approx([0.03, 0.05, 0.05, 0.055, 0.06])
+
+
+def test_key_length_is_the_longest_measured_length_the_prompt_reaches():
+    """Key lengths are 512 * sqrt(2)^j (512, 724, 1024, 1448, 2048, ...): a request is priced from the largest
+    its prompt reaches that the context holds with t_max rows after; below LONG_CONTEXT, none."""
+    assert LONG_CONTEXT == 512
+    assert key_length(511, 2048, 9) is None and key_length(512, 2048, 9) == 512
+    assert key_length(723, 2048, 9) == 512 and key_length(724, 2048, 9) == 724
+    assert key_length(1447, 2048, 9) == 1024 and key_length(1700, 2048, 9) == 1448
+    assert key_length(2040, 2048, 9) == 1448  # 2,048 + 9 rows do not fit a 2,048-token context
+    assert key_length(3000, 4096, 9) == 2896 and key_length(600, 515, 9) is None
 
 
 def test_a_sampled_rows_cost_is_timed_beside_the_greedy_call_it_is_compared_with(monkeypatch):

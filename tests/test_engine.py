@@ -425,7 +425,7 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     assert done["tokens"] == chat(engine, "hello world", "none", 0, max_tokens=8, temperature=0)["tokens"]
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
     assert engine.costs["greedy"] is costs  # measured once, then fixed
-    assert engine.key_ms is None  # a long context's cost: only for a long prompt (this engine has no room)
+    assert engine.key_ms == {}  # a long context's cost: only for a long prompt (this engine has no room)
     # Sampling is measured apart (rows are processed; a rejection draws from the residual), once per kind.
     sampled = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0.7, top_p=0.9, seed=3)
     assert set(engine.costs) == {"greedy", "sampled+top_p"} and sampled["speculative"]["auto"]["costs"] == (
@@ -436,33 +436,38 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     assert len(engine.costs) == 2
 
 
-def test_auto_measures_a_long_contexts_cost_at_the_first_long_prompt(gpu, synth_package, monkeypatch):
-    """The per-row, per-context-token cost (costs.measure_key_ms) is measured once, at the first auto request
-    whose prompt has LONG_CONTEXT tokens, and every long-prompt auto request uses it; short ones never. (The
-    synthetic model holds 512 tokens: LONG_CONTEXT is lowered to 200 here.)"""
+def test_auto_measures_a_long_contexts_cost_at_each_key_length_once(gpu, synth_package, monkeypatch):
+    """The per-context-token cost of each row count's call (costs.measure_key_ms) is measured once per key length
+    (costs.key_length: LONG_CONTEXT * sqrt(2)^j), at the first auto request whose prompt has it, and later
+    requests of that length use it; a longer prompt of another key length has its own measured; short ones never
+    price context. (The synthetic model holds 512 tokens: LONG_CONTEXT is lowered to 200 here, so key lengths are
+    200, 283 and 400.)"""
     from pyodide_app import costs
-    from pyodide_app import engine as engine_module
     from pyodide_app.native.loader import load_engine
 
     monkeypatch.setattr(costs, "LONG_CONTEXT", 200)
-    monkeypatch.setattr(engine_module, "LONG_CONTEXT", 200)
     engine = load_engine(synth_package, context_limit=512, gpu=gpu, backend="webgpu")
     chat(engine, "hello world", "auto", 8, max_tokens=4, temperature=0)
-    assert engine.key_ms is None
+    assert engine.key_ms == {}
     long_prompt = " ".join(["word"] * 120)
-    assert 200 <= len(engine.encode_prompt([{"role": "user", "content": long_prompt}])) < 400
+    length = costs.key_length(len(engine.encode_prompt([{"role": "user", "content": long_prompt}])), 512, 9)
+    assert length in (200, 283)
     done = chat(engine, long_prompt, "auto", 8, max_tokens=8, temperature=0)
-    key_ms = engine.key_ms
-    assert key_ms is not None and key_ms >= 0 and done["speculative"]["auto"]["costs"]["key_ms"] == round(key_ms, 6)
+    key_ms = engine.key_ms[length]
+    reported = [round(k, 6) for k in key_ms]
+    assert len(key_ms) == 9 and min(key_ms) >= 0
+    assert done["speculative"]["auto"]["costs"]["key_ms"] == reported
+    assert done["speculative"]["auto"]["costs"]["key_length"] == length
     assert done["tokens"] == chat(engine, long_prompt, "none", 0, max_tokens=8, temperature=0)["tokens"]
     again = chat(engine, long_prompt, "auto", 8, max_tokens=4, temperature=0)
-    assert engine.key_ms is key_ms and again["speculative"]["auto"]["costs"]["key_ms"] == round(key_ms, 6)
+    assert engine.key_ms[length] is key_ms and again["speculative"]["auto"]["costs"]["key_ms"] == reported
+    longer = chat(engine, " ".join(["word"] * 210), "auto", 8, max_tokens=4, temperature=0)
+    assert set(engine.key_ms) == {length, 400} and engine.key_ms[length] is key_ms
+    assert longer["speculative"]["auto"]["costs"]["key_length"] == 400
     # A short prompt never prices context, whether or not a long one came first (its choices, and so a
     # seeded sampled answer, do not depend on the engine's history).
-    assert (
-        chat(engine, "hello world", "auto", 8, max_tokens=4, temperature=0)["speculative"]["auto"]["costs"]["key_ms"]
-        == 0
-    )
+    short = chat(engine, "hello world", "auto", 8, max_tokens=4, temperature=0)["speculative"]["auto"]["costs"]
+    assert short["key_ms"] == [] and short["key_length"] == 0
 
 
 def test_adaptive_k_is_reproducible(synth_engine):

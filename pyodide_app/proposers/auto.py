@@ -8,7 +8,8 @@ emitted tokens per millisecond:
                                                              k <= the tokens that followed it
     rate(neural, k)     = E_neural(k) / (k * D + R(k + 1, E))
     R(T, E) = V_c(T) + (E - 1) * r                           a round reads the E rows it emits
-    V_c(T)  = V(T) + T * max(0, c - 64) * key                c: context tokens (each row attends to all)
+    V_c(T)  = V(T) + max(0, c - 64) * key(T)                 c: context tokens (each row attends to all;
+                                                             key(T): a T-row call's price per token)
     E(k) = sum_{i=0..k} S_i,  S_0 = 1,  S_i = prod_{j=1..i} a_j
     a_j  = (accepted_j + W * prior_j) / (reached_j + W)      Beta-smoothed acceptance of draft position j,
                                                              counted over this request's rounds of that
@@ -17,26 +18,26 @@ emitted tokens per millisecond:
                                                              conversation's copies (all n) passed than
                                                              their priors said (version 11)
 
-V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more
-row), key (a row's cost per context token beyond the 64 V was timed after; used by requests
-with a prompt of costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from the engine's CostModel
-for the request's kind of sampling: as measured for a sampled request, refined from every round's timing for a
-greedy one (costs.LiveCosts, since version 10); priors: prompt lookup by n and draft position (LOOKUP_PRIOR, measured by
-scripts/auto_priors.py), the neural draft from its package's measured agreement: at its first position the
-teacher-forced agreement, at later ones (since version 9) the larger of its agreement right after an agreeing
-position and a_0's current estimate (0.345 and 0.38 for the shipped draft; the draft agrees in streaks; with one
-prior for every position auto drafted one neural token a round where hybrid's four paid). The highest rate wins;
-ties go to none, then lookup, then neural, then the shorter k. When none or the neural draft wins and the current
-match's length has not been drafted after in this request (or conversation), a one-token lookup round probes it
-if predicted to be at most PROBE_TOLERANCE slower than the winner (against the draft since version 8: its prior
-0.345 beat every 1-token match's 0.15, so on summaries auto drafted neurally where such matches were right);
-else, when none wins, while the neural draft has had fewer than NEURAL_TRIES rounds,
-a one-token neural round probes it where its prior alone says such a round beats none (with W = 2 one rejection
-took a 0.345 prior to 0.23, below the page CPU path's break-even of 0.27, and the draft was never tried again:
-0.60x neural k = 2 on code). A draft source that fails is not chosen again in the request (the failed round is a
-plain champion step). The counts a_j are kept over a conversation's greedy answers (Engine passes the last
-answer's counts on when the next prompt extends its prompt); a sampled answer starts from the priors, so that its
-seed alone reproduces it.
+V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more row),
+key(T) (a T-row call's cost per context token beyond the 64 V was timed after, measured per T since version 16 at
+the request's key length, costs.key_length, near its prompt's own length; used by requests with a prompt of
+costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from the
+engine's CostModel for the request's kind of sampling: as measured for a sampled request, refined from every round's
+timing for a greedy one (costs.LiveCosts, since version 10); priors: prompt lookup by n and draft position
+(LOOKUP_PRIOR, measured by scripts/auto_priors.py), the neural draft from its package's measured agreement: at its
+first position the teacher-forced agreement, at later ones (since version 9) the larger of its agreement right after
+an agreeing position and a_0's current estimate (0.345 and 0.38 for the shipped draft; the draft agrees in streaks;
+with one prior for every position auto drafted one neural token a round where hybrid's four paid). The highest rate
+wins; ties go to none, then lookup, then neural, then the shorter k. When none or the neural draft wins and the
+current match's length has not been drafted after in this request (or conversation), a one-token lookup round probes
+it if predicted to be at most PROBE_TOLERANCE slower than the winner (against the draft since version 8: its prior
+0.345 beat every 1-token match's 0.15, so on summaries auto drafted neurally where such matches were right); else,
+when none wins, while the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round probes it
+where its prior alone says such a round beats none (with W = 2 one rejection took a 0.345 prior to 0.23, below the
+page CPU path's break-even of 0.27, and the draft was never tried again: 0.60x neural k = 2 on code). A draft source
+that fails is not chosen again in the request (the failed round is a plain champion step). The counts a_j are kept
+over a conversation's greedy answers (Engine passes the last answer's counts on when the next prompt extends its
+prompt); a sampled answer starts from the priors, so that its seed alone reproduces it.
 
 Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
 the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
@@ -58,7 +59,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 14
+AUTO_POLICY_VERSION = 16
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -240,7 +241,7 @@ class CostPolicy:
         return Learned(self.lookup, self.neural, self.rounds, self.lift).copy()
 
     def choose(self, context, k_cap, lookup, neural_available) -> Choice:
-        length = len(context)  # a longer context makes every verified row cost more (CostModel.key_ms)
+        length = len(context)  # a longer context makes every verify call cost more (CostModel.key_ms)
         best, best_rate = NONE, 1.0 / self.costs.verify(1, length)
         if lookup is not None:
             n, tokens = lookup
@@ -297,9 +298,8 @@ class CostPolicy:
 
     def observe(self, choice: Choice, proposed: int, accepted: int, timing: RoundTiming | None = None) -> None:
         if self.live is not None and timing is not None:
-            key_ms = self.costs.key_ms
-            self.live.record(timing, key_ms)
-            self.costs = self.live.model(key_ms)
+            self.live.record(timing, self.costs.key_ms)
+            self.costs = self.live.model(self.costs.key_ms, self.costs.key_length)
         self.rounds += 1
         if choice.source == "prompt_lookup":
             stats = self.lookup_stats(choice.bucket)
