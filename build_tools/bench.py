@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyodide_app.costs import LONG_CONTEXT
 
-from .bench_stats import SLOW_PEER, summarize, table
+from .bench_stats import SLOW_PEER, auto_bars, summarize, table
 from .eval_set import independent_items, independent_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -495,6 +495,7 @@ def run_bench(
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=1))
-    (out / "table.md").write_text(table(summary))
+    bars = auto_bars(summary)
+    (out / "table.md").write_text(table(summary) + (f"\n## auto's bars\n\n{bars}" if bars else ""))
     write_plots(result, out)
     return result

@@ -133,3 +133,67 @@ def table(rows: list[dict]) -> str:
             "|"
         )
     return "\n".join(lines) + "\n"
+
+
+AUTO = "auto"
+BAR_VS_NONE = 0.97  # issue 21: auto >= 0.97x champion-alone on every stratum
+BAR_VS_BEST = 0.9  # and >= 0.9x the stratum's best fixed arm
+
+
+def auto_bars(rows: list[dict]) -> str:
+    """The auto scheduler's bars, per setting, from summarize's rows: each arm's paired speed-up over
+    champion-alone by stratum (our arms only: peers are other engines), auto over the stratum's best fixed arm,
+    the medians over the strata (excluding SEPARATE_STRATA), and a line naming every stratum that misses a bar.
+    Empty when no auto arm ran."""
+    parts = []
+    for setting in sorted({r["setting"] for r in rows if r["arm"] == AUTO}):
+        mine = [r for r in rows if r["setting"] == setting and not r["stratum"].startswith("all")]
+        paired = {(r["stratum"], r["arm"]): (r["per_request_speedup"] or {}).get("median") for r in mine}
+        arms = [a for a in dict.fromkeys(r["arm"] for r in mine) if a not in PEERS and a != "none"]
+        parts.append(_bars_of_setting(setting, paired, arms))
+    return "\n".join(parts)
+
+
+def _bars_of_setting(setting: str, paired: dict[tuple[str, str], float | None], arms: list[str]) -> str:
+    """auto_bars for one setting; paired: (stratum, arm) -> median paired speed-up over none."""
+    fixed = [a for a in arms if a != AUTO]
+    strata = sorted({s for s, _ in paired})
+    lines = [f"{setting}: paired speed-up over none, median per stratum", ""]
+    lines += ["| stratum | " + " | ".join(arms) + " | auto / best |", "|---" * (len(arms) + 2) + "|"]
+    misses_none, misses_best = [], []
+    for stratum in strata:
+        auto = paired.get((stratum, AUTO))
+        best, best_arm = max(((v, a) for a in fixed if (v := paired.get((stratum, a))) is not None), default=(None, ""))
+        versus = auto / best if auto and best else None
+        if auto is not None and auto < BAR_VS_NONE:
+            misses_none.append(f"{stratum} {auto:.2f}")
+        if versus is not None and versus < BAR_VS_BEST:
+            misses_best.append(f"{stratum} {versus:.2f} ({best_arm})")
+        cells = " | ".join(_cell(paired.get((stratum, a))) for a in arms)
+        lines.append(f"| {stratum} | {cells} | {_cell(versus)} ({best_arm}) |")
+    medians = {a: _median([paired.get((s, a)) for s in strata if s not in SEPARATE_STRATA]) for a in arms}
+    excluded = ", ".join(SEPARATE_STRATA)
+    lines.append(f"| median (excl. {excluded}) | " + " | ".join(_cell(medians[a]) for a in arms) + " | |")
+    best_median, best_median_arm = max(((m, a) for a in fixed if (m := medians[a]) is not None), default=(None, ""))
+    n = len(strata)
+    lines += [
+        "",
+        f"{setting}: auto >= {BAR_VS_NONE}x none on {n - len(misses_none)} of {n} strata{_misses(misses_none)}; "
+        f">= {BAR_VS_BEST}x the best fixed arm on {n - len(misses_best)} of {n}{_misses(misses_best)}; median "
+        f"{_cell(medians.get(AUTO))} against the best fixed arm's {_cell(best_median)} ({best_median_arm})",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _misses(misses: list[str]) -> str:
+    return f" (misses: {', '.join(misses)})" if misses else ""
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None

@@ -88,7 +88,9 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
     assert set(bench["memory_bytes"]) == {"weights", "kv", "scratch", "draft"}
     for plot in ("survival", "waterfall", "speedup_cdf", "break_even", "heatmap", "memory_latency"):
         assert (out / f"{plot}.png").stat().st_size > 5_000
-    assert "| greedy | all (excl. repetitive) | none |" in (out / "table.md").read_text()
+    written = (out / "table.md").read_text()
+    assert "| greedy | all (excl. repetitive) | none |" in written
+    assert "## auto's bars" in written and "greedy: auto >= 0.97x none on " in written  # bench_stats.auto_bars
 
 
 def test_bench_keep_prompt_kv_decodes_later_rounds_from_the_cached_prompt(synth_package, tmp_path):

@@ -4,7 +4,7 @@ same round, so drift between rounds cancels in the per-request speed-ups."""
 from __future__ import annotations
 
 from build_tools.bench import ARMS
-from build_tools.bench_stats import paired_speedups, summarize, table
+from build_tools.bench_stats import auto_bars, paired_speedups, summarize, table
 
 
 def record(arm: str, repeat: int, tps: float) -> dict:
@@ -37,3 +37,20 @@ def test_the_table_shows_the_paired_median_beside_the_ratio_of_medians():
     line = next(x for x in table(rows).splitlines() if x.startswith("| greedy | chat | lookup-k4 |"))
     cells = [c.strip() for c in line.split("|")[1:-1]]
     assert cells[4] == "1.33" and cells[5] == "2.00"
+
+
+def test_auto_bars_name_each_stratum_that_misses_a_bar():
+    """auto against none and against each stratum's best fixed arm, by paired medians: on chat auto is 1.2x
+    none where lookup-k4 is 1.5x (0.8x the best: a miss); on code auto is 0.9x none (a miss) and the best of
+    the fixed arms (lookup-k4, 0.8x); the medians over strata are 1.05 for auto and 1.15 for lookup-k4."""
+    speed = {("chat", "lookup-k4"): 1.5, ("chat", "auto"): 1.2, ("code", "lookup-k4"): 0.8, ("code", "auto"): 0.9}
+    records = []
+    for stratum in ("chat", "code"):
+        records += [dict(record("none", 0, 10.0), stratum=stratum)]
+        records += [dict(record(a, 0, 10.0 * speed[(stratum, a)]), stratum=stratum) for a in ("lookup-k4", "auto")]
+    bars = auto_bars(summarize(records, [a for a in ARMS if a.name in ("none", "lookup-k4", "auto")]))
+    assert "| chat | 1.50 | 1.20 | 0.80 (lookup-k4) |" in bars and "| code | 0.80 | 0.90 | 1.12 (lookup-k4) |" in bars
+    assert "auto >= 0.97x none on 1 of 2 strata (misses: code 0.90)" in bars
+    assert ">= 0.9x the best fixed arm on 1 of 2 (misses: chat 0.80 (lookup-k4))" in bars
+    assert "median 1.05 against the best fixed arm's 1.15 (lookup-k4)" in bars
+    assert auto_bars(summarize(records[:2], [a for a in ARMS if a.name in ("none", "lookup-k4")])) == ""
