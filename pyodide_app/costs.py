@@ -22,7 +22,7 @@ token beyond the 64 of the measurement, comes from greedy verify calls at each m
 the same after 64. L is a request's key length (key_length): the largest of LONG_CONTEXT * KEY_STEP^j (512, 724,
 1,024, 1,448, 2,048, ...) that its prompt reaches, measured once per engine at the first auto request of that
 length (short chats never pay for it). Per T, not per row: on the page's CPU path at ~1,700 tokens a 1-row call
-took 65 ms more than at 64 tokens, a 2-row call 106 more and a 5-row call 130 (policy 14's one slope per row,
+took 65 ms more than at 64 tokens, a 2-row call 110 more and a 5-row call 130 (policy 14's one slope per row,
 fitted from T = 1 and 9 at 512 tokens, priced 18, 36 and 89, so a drafted row looked dearer beside none than it
 was). Near the request's own length, not at 512 for every length: what a context token costs is not the same at
 every length there (policy 15 measured 0.068 ms per token for a 1-row call at 512 tokens, which priced a 1-row

@@ -369,10 +369,11 @@ def test_a_long_context_makes_every_verified_row_dearer():
 
 
 def test_a_long_context_that_costs_each_call_more_than_each_row_leaves_drafting_worth_it():
-    """Policy 15: the context's price is per T-row call, not per row. On the page's CPU path at ~1,700 tokens a
-    1-row call took 65 ms more than at 64 tokens and a 5-row call 130: beside none's dearer row, eight drafted
-    tokens at a 3-gram match pay. Policy 14's one slope per row (measured 0.0109 ms per row per token: 18 ms
-    for 1 row, 89 for 5) drafted one token there, and sampled auto ran 0.82x lookup-adaptive on that stratum."""
+    """Policy 16 (the shape policy 15 tried): the context's price is per T-row call, not per row. On the page's
+    CPU path at ~1,700 tokens a 1-row call took 65 ms more than at 64 tokens and a 5-row call 130: beside none's
+    dearer row, eight drafted tokens at a 3-gram match pay. Policy 14's one slope per row (measured 0.0109 ms per
+    row per token: 18 ms for 1 row, 89 for 5) drafted one token there, and sampled auto ran 0.82x lookup-adaptive
+    on that stratum."""
     verify = [36.0, 41.0, 50.0, 58.0, 66.0, 73.0, 80.0, 88.0, 95.0]
     tokens = 1700 - 64
     per_call = fixed_costs(verify, None, key_ms=[e / tokens for e in (65, 106, 120, 125, 130, 130, 130, 130, 130)])
