@@ -108,14 +108,14 @@ def warm_auto(page, messages: list[dict], setting: str, call_timeout_s: float) -
     return call(page, "(req) => window.specChat.chat(req)", request, call_timeout_s)["done"] or {}
 
 
-def page_request(arm: Arm, messages: list[dict], setting: str, max_tokens: int) -> dict:
+def page_request(arm: Arm, messages: list[dict], setting: str, max_tokens: int, seed: int = SEED) -> dict:
     return {
         "messages": messages,
         "max_tokens": max_tokens,
         **SETTINGS[setting],
         "top_k": 0,
         "repetition_penalty": 1,
-        "seed": SEED,
+        "seed": seed,
         "speculative": {"proposer": arm.proposer, "k": arm.k, "adaptive": arm.adaptive},
     }
 
@@ -187,6 +187,7 @@ def run_arm(
     render=None,
     timeout_s: float = CALL_TIMEOUT_S,
     keep_kv: bool = False,
+    seed: int = SEED,
 ) -> dict:
     """peer_page: the wllama page (bench/wllama.html) or None; render(messages) -> the chat-templated prompt.
     keep_kv: the app's arm starts from the KV rows the page holds (the same prompt's, from the arm before it)
@@ -195,8 +196,8 @@ def run_arm(
     A peer that hangs yields a record with an error (Hung for the caller to see); the app's own page raises Hung."""
     if arm.name == SLOW_PEER:
         max_tokens = min(max_tokens, SLOW_PEER_TOKENS)
-    request = page_request(arm, item["messages"], item["setting"], max_tokens)
-    record = {"arm": arm.name, **item}
+    request = page_request(arm, item["messages"], item["setting"], max_tokens, seed)
+    record = {"arm": arm.name, **item, "seed": seed}
     if arm.peer == "wllama":
         if peer_page is None:
             return {**record, "error": "no GGUF file for this package: the llama.cpp peer cannot run"}
@@ -255,6 +256,7 @@ def run_arm(
     return {
         **record,
         "tokens": done["tokens"],
+        "seed": done["seed"],  # the seed the engine used
         "finish": done["finish_reason"],
         **({"kv_kept": True, "ttft_s": None, "first_token_s": out["ttft_s"]} if keep_kv else {"ttft_s": out["ttft_s"]}),
         "wall_s": out["wall_s"],
@@ -340,7 +342,8 @@ def run_bench(
     """workload_name: the prompts (WORKLOADS); strata are its strata (the independent set: its kinds).
     backend: the page's champion choice ("auto": the faster on this device, "webgpu" or "cpu").
     repeats: each prompt's arms run this many rounds back to back, the arm order reversed every other round
-    (drift over a round then cancels between arms); the summary takes medians over the rounds.
+    (drift over a round then cancels between arms), round r with seed SEED + r for every arm (a sampled
+    answer differs between rounds); the summary takes medians over the rounds.
     keep_prompt_kv: rounds after a prompt's first start every app arm from the prompt's cached KV rows (no
     prefill: a long prompt's 25 s is paid once per arm, in round 0, where TTFT is measured); decode is timed
     as in round 0, and auto still starts each answer from its priors.
@@ -410,7 +413,10 @@ def run_bench(
                         record = {"arm": arm.name, **item, "error": "not run: this peer hung on an earlier prompt"}
                     else:
                         keep_kv = keep_prompt_kv and repeat > 0
-                        record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s, keep_kv)
+                        # Each repeat its own seed, every arm the same: a sampled cell's pairs are distinct
+                        # answers (one seed made every repeat the same answer: 12 pairs, 3 samples).
+                        seed = SEED + repeat
+                        record = run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s, keep_kv, seed)
                         if "error" in record and arm.peer == "wllama" and peer_page is not None:
                             # A hang or a failure of llama.cpp's wasm build (seen once in CI, 2 threads): a fresh
                             # tab and one more try
@@ -419,7 +425,7 @@ def run_bench(
                             peer_page.close()
                             peer_page = open_peer_page(context, url)
                             record = {
-                                **run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s),
+                                **run_arm(page, arm, item, max_tokens, peer_page, render, call_timeout_s, seed=seed),
                                 "retried": True,
                                 "first_error": first_error,
                             }
@@ -474,7 +480,7 @@ def run_bench(
         "max_tokens": max_tokens,
         "repeats": repeats,
         "keep_prompt_kv": keep_prompt_kv,
-        "seed": SEED,
+        "seed": SEED,  # repeat r ran with SEED + r
         "settings": SETTINGS,
         "arms": [asdict(a) for a in arms],
         "workload": workload_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from build_tools.bench import SEED
 from build_tools.gguf_source import default_champion_path
 from tests.conftest import run_build_tools
 
@@ -96,8 +97,8 @@ def test_bench_command_writes_results_and_plots(synth_package, tmp_path):
 def test_bench_keep_prompt_kv_decodes_later_rounds_from_the_cached_prompt(synth_package, tmp_path):
     """--keep-prompt-kv: round 0 prefills every arm's prompt (its TTFT is measured); later rounds start from the
     page's cached rows of the same prompt (usage.cached_prompt_tokens, through the worker's forget call), give
-    the same greedy answers, and keep no TTFT. Fails if the worker drops keepKv (nothing cached) or the bench
-    keeps the rows in round 0."""
+    the same greedy answers, and keep no TTFT; round r runs every arm with seed SEED + r. Fails if the worker
+    drops keepKv (nothing cached), the bench keeps the rows in round 0, or every round gets one seed."""
     bench = run_bench(
         synth_package,
         tmp_path / "bench",
@@ -107,6 +108,7 @@ def test_bench_keep_prompt_kv_decodes_later_rounds_from_the_cached_prompt(synth_
     assert bench["keep_prompt_kv"] is True
     records = bench["records"]
     assert {(r["arm"], r["repeat"]) for r in records} == {("none", 0), ("auto", 0), ("none", 1), ("auto", 1)}
+    assert {(r["repeat"], r["seed"]) for r in records} == {(0, SEED), (1, SEED + 1)}  # the seed the engine used
     for r in records:
         assert "error" not in r, r
         if r["repeat"] == 0:

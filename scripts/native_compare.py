@@ -8,8 +8,8 @@
 --prompts bench runs the page bench's workload (build_tools/bench_prompts.json: the first N prompts of every
 stratum) and adds each arm's median ratio over strata; --prompts independent runs the drafts' independent
 evaluation set (build_tools/draft_eval_independent.json, whole chats), only the kinds in --kinds (default: the
-open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (seed 0; the tokens then differ between
-arms, only speed compares).
+open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (repeat r with seed r for every arm,
+so each repeat is another answer; the tokens differ between arms, only speed compares).
 
 An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
 draft.stop_entropy_bits), to measure what the stop changes in the same run.
@@ -71,7 +71,14 @@ def bench_prompts(per_stratum: int) -> dict[str, list[dict]]:
 
 
 def run_arm(
-    engine, messages: list[dict], proposer: str, k: int, max_tokens: int, stop: bool = True, sampled: bool = False
+    engine,
+    messages: list[dict],
+    proposer: str,
+    k: int,
+    max_tokens: int,
+    stop: bool = True,
+    sampled: bool = False,
+    seed: int = 0,
 ) -> dict:
     engine.forget_context()
     calibrated, engine.stop_bits = engine.stop_bits, engine.stop_bits if stop else None
@@ -79,7 +86,7 @@ def run_arm(
         "messages": messages,
         "max_tokens": max_tokens,
         **(SAMPLED if sampled else {"temperature": 0}),
-        "seed": 0,
+        "seed": seed,
         "speculative": {"proposer": proposer, "k": k, "adaptive": False},
     }
     started = time.perf_counter()
@@ -154,9 +161,9 @@ def main() -> None:
         print(f"auto costs: {measured}; long-context key_ms: {engine.key_ms}")
     runs = {}
     for name, prompt in prompts.items():
-        for _ in range(args.repeats):
+        for repeat in range(args.repeats):
             for proposer, k, stop in arms:
-                run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop, args.sampled)
+                run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop, args.sampled, seed=repeat)
                 runs.setdefault((name, proposer, k, stop), []).append(run)
         print(f"[{name}] done", file=sys.stderr, flush=True)
     draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
