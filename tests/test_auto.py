@@ -245,6 +245,24 @@ def test_a_neural_draft_gets_several_tries_before_the_formula_alone_decides():
     assert CostPolicy(STEEP, neural_prior=0.345).choose([1, 2, 3], 4, None, True) == NONE
 
 
+def test_a_neural_draft_just_short_of_paying_by_its_prior_still_gets_its_tries():
+    """bench-p16's sampled costs (V(1) 73.7, V(2) 96.3 ms, r 4.7, D 3.3) price a one-token neural round by the
+    0.345 prior 2% slower than none (1.345 / 101.1 ms against 1 / 73.7), so policy 16 never tried the draft on
+    sampled code, json and ambiguous prompts (none on 30 of 32 rounds), where its first tokens passed 52-66% and
+    hybrid k = 4 ran 1.2-1.5x. Policy 17 tries it where the prior's round is within PROBE_TOLERANCE of none;
+    successes keep it; where it is far off (a row costing a forward) it gets no tries, and where its round could
+    not pay were its token always right, none (test_flat_costs_...: a 0.9 prior 9.5% short). (Seen failing with
+    policy 16's condition, the prior's round beating none.)"""
+    sampled = fixed_costs([73.7, 96.3, 109.3, 120.3, 131.3, 142.3, 153.3, 164.3, 175.3], 3.3, row_ms=4.7)
+    assert CostPolicy(sampled, 0.345, probe_tolerance=0).choose([1, 2, 3], 4, None, True) == NONE  # formula
+    policy = CostPolicy(sampled, neural_prior=0.345)
+    assert policy.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
+    for _ in range(2):
+        policy.observe(Choice("neural", 1), proposed=1, accepted=1)
+    assert policy.choose([1, 2, 3], 4, None, True).source == "neural"  # two successes: the estimate pays
+    assert CostPolicy(STEEP, neural_prior=0.345).choose([1, 2, 3], 4, None, True) == NONE
+
+
 def test_a_neural_draft_that_agrees_drafts_further():
     """With one prior (0.345) for every draft position, a neural round of 2 never won, so position 2 never got a
     count and auto drafted one neural token a round however often the draft was right (the page's CPU path,
