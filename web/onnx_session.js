@@ -59,11 +59,15 @@ export class OnnxKVSession {
     const rowFloats = this.headDim;
     const full = data.length / (this.kvHeads * rowFloats);  // rows held per head
     if (full === this.length) return new this.ort.Tensor("float32", data, [1, this.kvHeads, this.length, this.headDim]);
-    const out = new Float32Array(this.kvHeads * this.length * rowFloats);  // [1, heads, rows, dim]: copy the kept rows
-    for (let h = 0; h < this.kvHeads; h++) {
-      out.set(data.subarray(h * full * rowFloats, (h * full + this.length) * rowFloats), h * this.length * rowFloats);
+    // [1, heads, rows, dim]: move each head's kept rows down within the array this cache alone holds (head 0's
+    // are in place), no new array: after a rejection at 1,700 tokens a fresh copy of 60 such caches allocated
+    // 78 MB a call (Node: 16-21 ms against 4 ms in place).
+    for (let h = 1; h < this.kvHeads; h++) {
+      data.copyWithin(h * this.length * rowFloats, h * full * rowFloats, (h * full + this.length) * rowFloats);
     }
-    return new this.ort.Tensor("float32", out, [1, this.kvHeads, this.length, this.headDim]);
+    const kept = data.subarray(0, this.kvHeads * this.length * rowFloats);
+    this.past[name] = { data: kept };
+    return new this.ort.Tensor("float32", kept, [1, this.kvHeads, this.length, this.headDim]);
   }
 
   async step(tokens, temperature, uniform) {
