@@ -9,7 +9,9 @@ sweep whose V(T) do not rise with T (a busy neighbour slowed the small calls of 
 page load measured sampled V(1) = V(2) = 86.6 ms where its champion-alone rounds took 70 ms,
 and auto then drafted a "free" second row at a loss) is swept again, up to EXTRA_SWEEPS times, and the result
 is made non-decreasing (a call of fewer rows costs at most one of more). The
-draft's cost is a one-token proposal through the neural proposer itself. Every further row a round reads costs
+draft's cost is a one-token proposal through the neural proposer itself, and what feeding it a token costs
+beyond that (draft_feed_ms: a fresh cache's first proposal feeds the whole context; a request's first neural
+round feeds its prompt so). Every further row a round reads costs
 the processing of a row on top, row_ms: greedily, a 2-row call whose draft is the champion's own token (accepted,
 so its row is read too) less one whose draft is rejected (~0 on WebGPU, where acceptance runs on the GPU; the
 CPU path's pass over a 49,152-entry row in Python, which version 9 priced at 0); when sampling, plus
@@ -26,7 +28,9 @@ took 65 ms more than at 64 tokens, a 2-row call 110 more and a 5-row call 130 (p
 fitted from T = 1 and 9 at 512 tokens, priced 18, 36 and 89, so a drafted row looked dearer beside none than it
 was). Near the request's own length, not at 512 for every length: what a context token costs is not the same at
 every length there (policy 15 measured 0.068 ms per token for a 1-row call at 512 tokens, which priced a 1-row
-call at 1,700 tokens 111 ms dearer where it took 65, and auto drafted one-token rounds that lost). The
+call at 1,700 tokens 111 ms dearer where it took 65, and auto drafted one-token rounds that lost). The draft
+is timed there too (measure_draft_context): its step's cost per context token beyond 64 (draft_key_ms), and its
+feed per token on a catch-up of that length. The
 measurement runs as Steps (waits.py), so the browser's asynchronous CPU champion and draft runtime can be timed
 too. KV caches are forgotten after.
 
@@ -66,11 +70,22 @@ class CostModel:
     draft_step_ms: float | None  # one neural draft step (one token, the proposer's work included); None: no draft
     row_ms: float = 0.0  # processing one more verified row (greedy: its argmax; sampled: softmax, top-p, ...)
     key_ms: tuple[float, ...] = ()  # key_ms[T - 1]: a T-row call's ms per context token beyond len(CONTEXT); (): 0
-    key_length: int = 0  # the context length key_ms was measured at (key_length; 0: none)
+    key_length: int = 0  # the context length key_ms (and draft_key_ms) was measured at (key_length; 0: none)
+    draft_key_ms: float = 0.0  # a draft step's ms per context token beyond len(CONTEXT), measured at key_length
+    draft_feed_ms: float = 0.0  # ms per token the draft is fed to catch up (a fresh cache: the whole prompt)
 
     def verify(self, rows: int, context: int = len(CONTEXT)) -> float:
         """A verify call of `rows` rows after `context` tokens."""
         return self.verify_ms[min(rows, len(self.verify_ms)) - 1] + context_ms(self.key_ms, rows, context)
+
+    def draft(self, steps: int, context: int = len(CONTEXT)) -> float:
+        """`steps` neural draft steps after `context` tokens (each feeds one token; a catch-up is catch_up's)."""
+        return steps * (self.draft_step_ms + max(0, context - len(CONTEXT)) * self.draft_key_ms)
+
+    def catch_up(self, pending: int) -> float:
+        """Feeding the draft the `pending` tokens it has not seen before its first step of a proposal, beyond the
+        one every step feeds (a round after a neural round: the emitted tokens; a request's first: its prompt)."""
+        return max(0, pending - 1) * self.draft_feed_ms
 
     def round_ms(self, rows: int, expected_tokens: float, context: int = len(CONTEXT)) -> float:
         """A verify round of `rows` rows after `context` tokens that emits `expected_tokens` on average: it
@@ -84,6 +99,17 @@ class CostModel:
             "row_ms": round(self.row_ms, 3),
             "key_ms": [round(k, 6) for k in self.key_ms],
             "key_length": self.key_length,
+            "draft_key_ms": round(self.draft_key_ms, 6),
+            "draft_feed_ms": round(self.draft_feed_ms, 6),
+        }
+
+    def context_terms(self) -> dict:
+        """What the request's context length priced (CostModel fields): for LiveCosts.model to keep."""
+        return {
+            "key_ms": self.key_ms,
+            "key_length": self.key_length,
+            "draft_key_ms": self.draft_key_ms,
+            "draft_feed_ms": self.draft_feed_ms,
         }
 
 
@@ -154,9 +180,9 @@ class LiveCosts:
         """The values of (clock, value) samples at most LIVE_MAX_AGE rounds old."""
         return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
 
-    def model(self, key_ms: Sequence[float] = (), key_length: int = 0) -> CostModel:
+    def model(self, key_ms: Sequence[float] = (), key_length: int = 0, **draft_context: float) -> CostModel:
         """The refined CostModel (the measurement itself before any round), pricing context by key_ms (measured
-        at key_length tokens)."""
+        at key_length tokens); draft_context: draft_key_ms, draft_feed_ms (else the measurement's)."""
         m = self.measured
         paces = self.recent(self.pace)
         pace = min(1.0, median(paces)) if paces else 1.0
@@ -170,7 +196,8 @@ class LiveCosts:
                 verify.append(max(measured * pace, floor))
         steps = self.recent(self.draft)
         draft = median(steps) if len(steps) >= LIVE_MIN_ROUNDS else m.draft_step_ms
-        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, key_ms=tuple(key_ms), key_length=key_length)
+        context = {"key_ms": tuple(key_ms), "key_length": key_length, **draft_context}
+        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, **context)
 
     def rounds(self) -> int:
         """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""
@@ -241,10 +268,10 @@ def measure_costs(
         row_ms = max(0.0, paired_excess(sweeps[Case(2, GREEDY, own=True)], sweeps[Case(2, GREEDY)]))
     if not settings.greedy:  # a sampled row's processing beyond the greedy one's, plus the greedy one's
         row_ms += max(0.0, paired_excess(sweeps[Case(1, settings)], sweeps[Case(1, GREEDY)]))
-    draft_ms = None
+    draft_ms, feed_ms = None, 0.0
     if draft is not None:
-        draft_ms = yield from time_draft_step(draft, repeats, settings)
-    return CostModel(interpolate(best, t_max), draft_ms, row_ms)
+        draft_ms, feed_ms = yield from time_draft(draft, repeats, settings)
+    return CostModel(interpolate(best, t_max), draft_ms, row_ms, draft_feed_ms=feed_ms)
 
 
 def paired_excess(times: Sequence[float], baseline: Sequence[float]) -> float:
@@ -341,21 +368,38 @@ def verify_request(
     )
 
 
-def time_draft_step(draft, repeats: int, settings: SamplingSettings = GREEDY) -> Generator[Wait, None, float]:
-    """Best-of-`repeats` ms of a one-token proposal after a 32-token context that grows by a token per call,
-    as a round's does: the draft runtime's step and the proposer's own work on its row (reading the q row,
-    its entropy for the stop), which the runtime's step alone leaves out. The draft's cache is reset after."""
+def time_draft(
+    draft, repeats: int, settings: SamplingSettings = GREEDY, context: Sequence[int] = CONTEXT
+) -> Generator[Wait, None, tuple[float, float]]:
+    """(step ms, feed ms per token): one-token proposals on `context` cut to len(context) - repeats tokens, then
+    growing by a token per call, as a round's does. The step: the best of the `repeats` later calls (the draft
+    runtime's step and the proposer's own work on its row: reading the q row, its entropy for the stop). The
+    first call, from a fresh cache, feeds the whole cut context (a request's first neural round feeds its
+    prompt so): its excess over the step, per token fed beyond one. The draft's cache is reset before and after."""
     draft.reset()
-    best = float("inf")
+    start = len(context) - repeats
+    times = []
     for repeat in range(repeats + 1):
-        context = CONTEXT[: 32 + repeat]
         draws = None if settings.greedy else SeededDraws(repeat)
         began = time.perf_counter()
-        yield from settle(draft.propose(context, 1, repeat, draws))
-        if repeat:
-            best = min(best, (time.perf_counter() - began) * 1000)
+        yield from settle(draft.propose(context[: start + repeat], 1, repeat, draws))
+        times.append((time.perf_counter() - began) * 1000)
     draft.reset()
-    return best
+    step = min(times[1:])
+    return step, max(0.0, times[0] - step) / max(1, start - 1)
+
+
+def measure_draft_context(
+    draft, length: int, step_ms: float, repeats: int = 3, settings: SamplingSettings = GREEDY
+) -> Generator[Wait, None, tuple[float, float]]:
+    """(draft_key_ms, draft_feed_ms) at `length` context tokens (a key_length): a draft step there against
+    step_ms (the step after CONTEXT), per context token beyond len(CONTEXT), and the feed per token of a catch-up
+    on that many tokens (time_draft). On the page's CPU path both grow with the context: policy 17 priced every
+    step at the short context's and no catch-up, and took its neural tries on 1,700-token prompts, where the
+    shipped draft's steps took ~80 ms and its first fed the prompt in ~1 s (neural k = 2 ran 0.81x there)."""
+    context = tuple(CONTEXT[i % len(CONTEXT)] for i in range(length))  # ids every package's vocabulary holds
+    step, feed = yield from time_draft(draft, repeats, settings, context)
+    return max(0.0, step - step_ms) / max(1, length - len(CONTEXT)), feed
 
 
 def fixed_costs(

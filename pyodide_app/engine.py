@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 from .champion import kv_capacity_bytes
 from .chat_template import ChatTemplate, TemplateError
-from .costs import CostModel, LiveCosts, cost_kind, key_length, measure_costs, measure_key_ms
+from .costs import CostModel, LiveCosts, cost_kind, key_length, measure_costs, measure_draft_context, measure_key_ms
 from .errors import InvalidSettings, PromptTooLong
 from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orchestrator, SpecStats, check_integer
 from .processors import SamplingSettings
@@ -202,6 +202,8 @@ class Engine:
         self.refine_costs = True  # False: greedy requests keep the measurement as well (tests that fix the costs)
         # key length -> costs.measure_key_ms there, at the first auto request whose prompt has that key length
         self.key_ms: dict[int, tuple[float, ...]] = {}
+        # key length -> (draft_key_ms, draft_feed_ms) there (costs.measure_draft_context), measured beside key_ms
+        self.draft_context: dict[int, tuple[float, float]] = {}
         # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
         # that prompt (the same conversation, a later turn) starts from those counts.
         self.learned: tuple[tuple[int, ...], Learned] | None = None
@@ -275,7 +277,8 @@ class Engine:
                 else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
             )
             first, later = self.neural_priors()
-            policy = CostPolicy(None, first, self._earlier(request, prompt), neural_later=later)  # costs: set later
+            end = min(len(prompt) + request.max_tokens, self.champion.context_limit)  # a catch-up is spread to here
+            policy = CostPolicy(None, first, self._earlier(request, prompt), neural_later=later, answer_end=end)
             return AutoProposer(policy, neural)
         if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
@@ -320,14 +323,19 @@ class Engine:
         length = key_length(prompt_tokens, self.champion.context_limit, self.k_max + 1)
         if length is not None and length not in self.key_ms:
             self.key_ms[length] = yield from measure_key_ms(self.champion, self.k_max + 1, length)
-        key_ms = self.key_ms.get(length, ())
+            if proposer.neural is not None:  # the draft's step and catch-up there
+                step_ms = self.costs[kind].draft_step_ms
+                self.draft_context[length] = yield from measure_draft_context(proposer.neural, length, step_ms)
+        context = {"key_ms": self.key_ms.get(length, ()), "key_length": length or 0}
+        if length in self.draft_context:
+            context["draft_key_ms"], context["draft_feed_ms"] = self.draft_context[length]
         if settings.greedy and self.refine_costs:  # its tokens are the champion's whatever auto chooses: learn live
             if self.live is None:
                 self.live = LiveCosts(self.costs[kind])
             proposer.policy.live = self.live
-            proposer.policy.costs = self.live.model(key_ms, length or 0)
+            proposer.policy.costs = self.live.model(**context)
         else:  # a sampled request's choices steer its seeded draws: the fixed measurement, so its seed replays it
-            proposer.policy.costs = replace(self.costs[kind], key_ms=key_ms, key_length=length or 0)
+            proposer.policy.costs = replace(self.costs[kind], **context)
         yield from events
 
     def chat(self, data: dict, cancel: CancelToken | None = None) -> Iterator[dict | Wait]:

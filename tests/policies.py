@@ -17,7 +17,7 @@ class ContextHashPolicy:
         self.salt = salt
         self.observed: list[tuple[str, int, int]] = []
 
-    def choose(self, context: Sequence[int], k_cap: int, lookup, neural_available: bool) -> Choice:
+    def choose(self, context: Sequence[int], k_cap: int, lookup, neural_available: bool, neural_pending=1) -> Choice:
         h = zlib.crc32(bytes(str((self.salt, tuple(context))), "ascii"))
         sources = (
             ["none"]

@@ -7,6 +7,8 @@ the engine in test_engine.py.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pyodide_app import costs as costs_module
@@ -41,9 +43,12 @@ from pyodide_app.proposers.auto import (
     lifted,
 )
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
+from pyodide_app.proposers.neural import NeuralProposer
 from pyodide_app.proposers.prompt_lookup import point_masses
 from pyodide_app.transaction import RequestState, RoundCommit
 from pyodide_app.waits import finish
+
+from .test_neural_stop import ScriptedRuntime
 
 FLAT = fixed_costs([10.0] * 9, 1.0)  # extra rows cost nothing: drafting pays whenever it may be right
 STEEP = fixed_costs([10.0 * t for t in range(1, 10)], 1.0)  # every row costs a full forward: never draft
@@ -595,6 +600,9 @@ class FailingDraft:
     def reset(self):
         pass
 
+    def pending(self, context):
+        return 1
+
 
 def test_a_failing_draft_becomes_a_plain_step_and_is_not_chosen_again():
     draft = FailingDraft()
@@ -638,12 +646,15 @@ class ShortDraft:
     def reset(self):
         pass
 
+    def pending(self, context):
+        return 1
+
 
 class RecordingPolicy:
     def __init__(self, choice):
         self.choice, self.timings = choice, []
 
-    def choose(self, context, k_cap, lookup, neural_available):
+    def choose(self, context, k_cap, lookup, neural_available, neural_pending=1):
         return self.choice
 
     def observe(self, choice, proposed, accepted, timing=None):
@@ -669,3 +680,74 @@ def test_each_round_reaches_the_policy_with_its_rows_read_and_draft_steps():
     finish(auto.propose([1, 2, 1, 2, 1], 2, 1, None))
     auto.observe(RoundCommit(1, 0, 2, 0, (7,), start, draft_ms=0.1, verify_ms=45.0))
     assert policy.timings[-1] == RoundTiming(3, 1, 5, 45.0, 0, 0.1)
+
+
+class ClockedDraft:
+    """A neural proposer whose proposal moves ClockedChampion's fake clock on by a step's cost (2 ms + 0.01 ms
+    per context token) plus 0.3 ms per token it feeds beyond one (its cache: the last context it saw)."""
+
+    def __init__(self, champion):
+        self.champion, self.cached = champion, 0
+
+    def propose(self, context, k, round_index, draws):
+        fed = len(context) - min(self.cached, len(context) - 1)
+        self.champion.now += (2 + 0.01 * len(context) + 0.3 * (fed - 1)) / 1000
+        self.cached = len(context) + 1  # the context and its draft
+        return point_masses((9,))
+        yield
+
+    def reset(self):
+        self.cached = 0
+
+
+def test_the_draft_is_timed_per_step_per_context_token_and_per_token_fed(monkeypatch):
+    """time_draft: the step is a later call's time and the feed a fresh cache's first call's excess per token fed
+    beyond one; measure_draft_context at L tokens: the step's excess over the short one per token beyond 64
+    (the fake draft: 0.01 ms per context token, 0.3 ms per token fed). Fails if the first call (the catch-up)
+    were taken as a step, or the step's context cost were left out."""
+    champion = ClockedChampion(monkeypatch, lambda request, call: 1.0)
+    draft = ClockedDraft(champion)
+    step, feed = finish(costs_module.time_draft(draft, 3))
+    assert step == pytest.approx(2 + 0.01 * 62, abs=0.02) and feed == pytest.approx(0.3, rel=0.01)
+    key, long_feed = finish(costs_module.measure_draft_context(draft, 1448, step))
+    assert key == pytest.approx(0.01, rel=0.01) and long_feed == pytest.approx(0.3, rel=0.01)
+    measured = finish(measure_costs(champion, draft, 3))
+    assert measured.draft_step_ms == pytest.approx(step) and measured.draft_feed_ms == pytest.approx(feed)
+
+
+LONG_PAGE = fixed_costs([115.3, 139.9, 154.6, 174.3, 194.0], 7.7, key_ms=[0.064, 0.068, 0.068, 0.068, 0.068])
+
+
+def test_a_long_prompts_draft_catch_up_and_steps_keep_its_neural_tries_off_a_short_answer():
+    """Policy 18. bench-p17's long_context stratum (page CPU path, ~1,700-token prompts, 32 tokens an answer):
+    auto took its neural tries there, priced at the short context's 7.7 ms a step and no catch-up, where the
+    draft fed the prompt in ~1 s and stepped far dearer (neural k = 2 ran 0.81x none). With the catch-up (0.6
+    ms a token here) spread over the 32 tokens left by a round chosen on its rate, and shared by the
+    NEURAL_TRIES tries of a probe, no neural round is chosen; over 1,000 tokens left the catch-up is a small
+    share and the draft wins on its rate; a short prompt's catch-up does not stop it. Fails with policy 17's
+    pricing (no catch-up, no step context cost), with the catch-up unspread, or with a probe paying only the
+    spread share."""
+    long, short = [0] * 1700, [0] * 40
+    priced = replace(LONG_PAGE, draft_feed_ms=0.6, draft_key_ms=0.004)
+    assert CostPolicy(LONG_PAGE, 0.345).choose(long, 4, None, True, neural_pending=1700).source == "neural"
+    answer = CostPolicy(priced, 0.345, answer_end=1700 + 32)
+    assert answer.choose(long, 4, None, True, neural_pending=1700) == NONE
+    assert answer.choose(short, 4, None, True, neural_pending=40) == Choice("neural", 1)
+    long_answer = CostPolicy(replace(priced, draft_key_ms=0.0), 0.345, answer_end=1700 + 1000)
+    assert long_answer.choose(long, 4, None, True, neural_pending=1700).source == "neural"
+
+
+class PendingPolicy(RecordingPolicy):
+    def choose(self, context, k_cap, lookup, neural_available, neural_pending=1):
+        self.pending = getattr(self, "pending", []) + [neural_pending]
+        return self.choice
+
+
+def test_auto_tells_its_policy_what_the_draft_would_be_fed():
+    """A fresh draft cache feeds the whole context in the first neural round; after it, only what the round
+    emitted (the tokens the draft has not seen, at least one). Fails if auto passed the context length, or 1."""
+    policy = PendingPolicy(Choice("neural", 2))
+    auto = AutoProposer(policy, NeuralProposer(ScriptedRuntime([0, 0, 0, 0]), 0.0))
+    finish(auto.propose([1, 2, 3, 4, 5], 2, 0, None))  # the draft now holds 1..5 and its drafts 10, 11
+    finish(auto.propose([1, 2, 3, 4, 5, 10, 7], 2, 1, None))  # 10 accepted, 7 the correction
+    assert policy.pending == [5, 1]

@@ -458,16 +458,20 @@ def test_auto_measures_a_long_contexts_cost_at_each_key_length_once(gpu, synth_p
     assert len(key_ms) == 9 and min(key_ms) >= 0
     assert done["speculative"]["auto"]["costs"]["key_ms"] == reported
     assert done["speculative"]["auto"]["costs"]["key_length"] == length
+    draft_key_ms, draft_feed_ms = draft_context = engine.draft_context[length]  # the draft, timed there too
+    assert done["speculative"]["auto"]["costs"]["draft_key_ms"] == round(draft_key_ms, 6) and draft_feed_ms > 0
     assert done["tokens"] == chat(engine, long_prompt, "none", 0, max_tokens=8, temperature=0)["tokens"]
     again = chat(engine, long_prompt, "auto", 8, max_tokens=4, temperature=0)
     assert engine.key_ms[length] is key_ms and again["speculative"]["auto"]["costs"]["key_ms"] == reported
     longer = chat(engine, " ".join(["word"] * 210), "auto", 8, max_tokens=4, temperature=0)
     assert set(engine.key_ms) == {length, 400} and engine.key_ms[length] is key_ms
+    assert set(engine.draft_context) == {length, 400} and engine.draft_context[length] is draft_context
     assert longer["speculative"]["auto"]["costs"]["key_length"] == 400
     # A short prompt never prices context, whether or not a long one came first (its choices, and so a
     # seeded sampled answer, do not depend on the engine's history).
     short = chat(engine, "hello world", "auto", 8, max_tokens=4, temperature=0)["speculative"]["auto"]["costs"]
     assert short["key_ms"] == [] and short["key_length"] == 0
+    assert short["draft_key_ms"] == 0 and short["draft_feed_ms"] == round(engine.costs["greedy"].draft_feed_ms, 6)
 
 
 def test_adaptive_k_is_reproducible(synth_engine):

@@ -6,7 +6,10 @@ emitted tokens per millisecond:
     rate(none)          = 1 / V_c(1)
     rate(lookup, k)     = E_lookup[n](k) / R(k + 1, E)       n: length of the current n-gram match,
                                                              k <= the tokens that followed it
-    rate(neural, k)     = E_neural(k) / (k * D + R(k + 1, E))
+    rate(neural, k)     = E_neural(k) / (s * catch_up(p) + k * D_c + R(k + 1, E))
+    D_c = D + max(0, c - 64) * draft_key                 a draft step after c tokens (CostModel.draft)
+    catch_up(p) = (p - 1) * draft_feed                   p: tokens the draft would be fed (NeuralProposer.pending);
+                                                         s: the round's share of it (catch_up_share; version 18)
     R(T, E) = V_c(T) + (E - 1) * r                           a round reads the E rows it emits
     V_c(T)  = V(T) + max(0, c - 64) * key(T)                 c: context tokens (each row attends to all;
                                                              key(T): a T-row call's price per token)
@@ -60,7 +63,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 17
+AUTO_POLICY_VERSION = 18
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -90,9 +93,15 @@ NONE = Choice("none", 0)
 
 class Policy(Protocol):
     def choose(
-        self, context: Sequence[int], k_cap: int, lookup: tuple[int, tuple[int, ...]] | None, neural_available: bool
+        self,
+        context: Sequence[int],
+        k_cap: int,
+        lookup: tuple[int, tuple[int, ...]] | None,
+        neural_available: bool,
+        neural_pending: int = 1,
     ) -> Choice:
-        """The round's source and k (k <= k_cap; lookup k <= its continuation), from published state only."""
+        """The round's source and k (k <= k_cap; lookup k <= its continuation), from published state only
+        (neural_pending: the tokens a neural proposal would feed the draft before its first draft, at least 1)."""
 
     def observe(self, choice: Choice, proposed: int, accepted: int, timing: RoundTiming | None = None) -> None:
         """The round just published (timing: as the orchestrator measured it)."""
@@ -214,13 +223,17 @@ class CostPolicy:
         probe_tolerance: float = PROBE_TOLERANCE,
         neural_later: float | None = None,
         live: LiveCosts | None = None,
+        answer_end: int | None = None,
     ):
         """neural_prior: the draft's acceptance at its first position; neural_later: at each later position
         given the ones before it passed (None: neural_prior). earlier: counts from this conversation's earlier
         answers to start from (else the priors alone); probe_tolerance 0: never probe (the rate formula alone).
         live: refine `costs` from every round's timing (greedy requests: their tokens do not depend on the
-        choices); None: the costs stay as given (sampled requests, whose seed must reproduce them)."""
+        choices); None: the costs stay as given (sampled requests, whose seed must reproduce them). answer_end:
+        the context length where the answer must end (prompt + max tokens), over whose tokens a draft's catch-up
+        is spread (None: a round pays all of it)."""
         self.costs = costs
+        self.answer_end = answer_end
         self.live = live
         self.neural_prior = neural_prior
         self.neural_later = neural_later
@@ -241,7 +254,7 @@ class CostPolicy:
         """The counts so far (earlier answers' included), for the conversation's next answer."""
         return Learned(self.lookup, self.neural, self.rounds, self.lift).copy()
 
-    def choose(self, context, k_cap, lookup, neural_available) -> Choice:
+    def choose(self, context, k_cap, lookup, neural_available, neural_pending: int = 1) -> Choice:
         length = len(context)  # a longer context makes every verify call cost more (CostModel.key_ms)
         best, best_rate = NONE, 1.0 / self.costs.verify(1, length)
         if lookup is not None:
@@ -255,14 +268,14 @@ class CostPolicy:
         if neural_available and self.costs.draft_step_ms is not None:
             for k in range(1, k_cap + 1):
                 expected = self.neural.expected_tokens(k)
-                rate = self.neural_rate(k, expected, length)
+                rate = self.neural_rate(k, expected, length, neural_pending)
                 if rate > best_rate:
                     best, best_rate = Choice("neural", k), rate
         if best.source != "prompt_lookup" and lookup is not None and lookup[1]:
             probe = self.probe(lookup[0], best_rate, length)
             best = best if probe == NONE else probe
         if best == NONE and neural_available and self.costs.draft_step_ms is not None:
-            best = self.neural_probe(best_rate, length)
+            best = self.neural_probe(best_rate, length, neural_pending)
         return best
 
     def lookup_stats(self, n: int) -> PositionStats:
@@ -281,7 +294,7 @@ class CostPolicy:
         rate = self.lookup_rate(1, expected, length)
         return Choice("prompt_lookup", 1, n) if rate > (1 - self.probe_tolerance) * best_rate else NONE
 
-    def neural_probe(self, none_rate: float, length: int) -> Choice:
+    def neural_probe(self, none_rate: float, length: int, pending: int = 1) -> Choice:
         """While the neural draft has had fewer than NEURAL_TRIES rounds, a one-token neural round where its
         prior alone says such a round is at most probe_tolerance slower than none: a first rejection (or entropy
         stop) does not rule out a draft its prior recommends, and a prior just short of break-even does not rule
@@ -291,22 +304,35 @@ class CostPolicy:
         were its token always right. (probe_tolerance 0: no probe.)"""
         if self.probe_tolerance <= 0 or self.neural.reached_at(0) >= NEURAL_TRIES:
             return NONE
-        near = self.neural_rate(1, 1.0 + self.neural_prior, length) > (1 - self.probe_tolerance) * none_rate
-        can_pay = self.neural_rate(1, 2.0, length) > none_rate  # were its token always right
+        expected = 1.0 + self.neural_prior
+        share = max(1 / NEURAL_TRIES, self.catch_up_share(expected, length))  # the tries share a catch-up
+        near = self.neural_rate(1, expected, length, pending, share) > (1 - self.probe_tolerance) * none_rate
+        can_pay = self.neural_rate(1, 2.0, length, pending, share) > none_rate  # were its token always right
         return Choice("neural", 1) if near and can_pay else NONE
 
     def lookup_rate(self, k: int, expected: float, length: int) -> float:
         """Emitted tokens per ms of a lookup round of k drafts expected to emit `expected` tokens."""
         return expected / self.costs.round_ms(k + 1, expected, length)
 
-    def neural_rate(self, k: int, expected: float, length: int) -> float:
-        """Emitted tokens per ms of a neural round: k draft steps, then the verify call."""
-        return expected / (k * self.costs.draft_step_ms + self.costs.round_ms(k + 1, expected, length))
+    def neural_rate(self, k: int, expected: float, length: int, pending: int = 1, share: float | None = None) -> float:
+        """Emitted tokens per ms of a neural round: the draft's catch-up on `pending` tokens (its `share`; None:
+        catch_up_share's for the `expected` tokens), k draft steps, then the verify call."""
+        share = self.catch_up_share(expected, length) if share is None else share
+        catch_up = self.costs.catch_up(pending) * share
+        return expected / (catch_up + self.costs.draft(k, length) + self.costs.round_ms(k + 1, expected, length))
+
+    def catch_up_share(self, expected: float, length: int) -> float:
+        """The part of a catch-up a neural round chosen on its rate pays: the catch-up serves every neural round
+        after it, so it is spread over the tokens the answer may still emit (1 without answer_end). A probe's
+        tries share it among themselves instead (neural_probe): they may be the draft's only rounds."""
+        if self.answer_end is None:
+            return 1.0
+        return min(1.0, expected / max(1, self.answer_end - length))
 
     def observe(self, choice: Choice, proposed: int, accepted: int, timing: RoundTiming | None = None) -> None:
         if self.live is not None and timing is not None:
             self.live.record(timing, self.costs.key_ms)
-            self.costs = self.live.model(self.costs.key_ms, self.costs.key_length)
+            self.costs = self.live.model(**self.costs.context_terms())
         self.rounds += 1
         if choice.source == "prompt_lookup":
             stats = self.lookup_stats(choice.bucket)
@@ -342,9 +368,9 @@ class AutoProposer:
         self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
     ) -> Generator[Wait, None, Proposal]:
         match = self.lookup.match(context, k) if k > 0 else None
-        choice = (
-            self.policy.choose(context, k, match, self.neural is not None and not self.neural_failed) if k > 0 else NONE
-        )
+        available = self.neural is not None and not self.neural_failed
+        pending = self.neural.pending(context) if available else 1
+        choice = self.policy.choose(context, k, match, available, neural_pending=pending) if k > 0 else NONE
         self.last, self.last_context = choice, len(context)
         self.rounds[choice.label] += 1
         if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k

@@ -62,5 +62,9 @@ class ModelDraft:
             sequence.append(token)
         return Proposal(tuple(tokens), tuple(rows))
 
+    def pending(self, context: Sequence[int]) -> int:
+        """Tokens a proposal feeds before its first draft: it keeps no cache, and its cost is no one's concern."""
+        return 1
+
     def reset(self) -> None:
         pass

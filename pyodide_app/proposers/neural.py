@@ -64,13 +64,22 @@ class NeuralProposer:
         self.temperature = float(temperature)  # the draft's own processor: q = softmax(logits / T)
         self.max_entropy_bits = max_entropy_bits
 
+    def pending(self, context: Sequence[int]) -> int:
+        """Tokens a proposal on `context` feeds the draft before its first draft (at least 1; a fresh cache:
+        all of them)."""
+        return len(context) - self.kept(context)
+
+    def kept(self, context: Sequence[int]) -> int:
+        """The cached rows a proposal on `context` keeps: the common prefix, less one so it feeds at least 1."""
+        return min(common_prefix(self.runtime.cached, context), len(context) - 1)
+
     def propose(
         self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
     ) -> Generator[Wait, None, Proposal]:
         if k <= 0:
             return EMPTY_PROPOSAL
         context = list(context)
-        keep = min(common_prefix(self.runtime.cached, context), len(context) - 1)  # feed at least 1 token
+        keep = self.kept(context)
         self.runtime.truncate(keep)
         pending = context[keep:]
         tokens, rows = [], []
