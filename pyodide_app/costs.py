@@ -375,8 +375,8 @@ def time_draft(
     growing by a token per call, as a round's does. The step: the best of the `repeats` later calls (the draft
     runtime's step and the proposer's own work on its row: reading the q row, its entropy for the stop). The
     first call, from a fresh cache, feeds the whole cut context (a request's first neural round feeds its
-    prompt so): its excess over the step, per token fed beyond one. The draft's cache is reset before and after."""
-    draft.reset()
+    prompt so): its excess over the step, per token fed beyond one. The draft's cache is emptied before and after."""
+    draft.forget()
     start = len(context) - repeats
     times = []
     for repeat in range(repeats + 1):
@@ -384,7 +384,7 @@ def time_draft(
         began = time.perf_counter()
         yield from settle(draft.propose(context[: start + repeat], 1, repeat, draws))
         times.append((time.perf_counter() - began) * 1000)
-    draft.reset()
+    draft.forget()
     step = min(times[1:])
     return step, max(0.0, times[0] - step) / max(1, start - 1)
 

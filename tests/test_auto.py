@@ -696,7 +696,7 @@ class ClockedDraft:
         return point_masses((9,))
         yield
 
-    def reset(self):
+    def forget(self):
         self.cached = 0
 
 

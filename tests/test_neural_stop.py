@@ -25,6 +25,7 @@ class ScriptedRuntime:
         self.vocab_size = VOCAB
         self.steps = 0
         self.temperatures = []
+        self.fed: list[list[int]] = []  # the tokens of each step
 
     def reset(self):
         self.cached = []
@@ -34,6 +35,7 @@ class ScriptedRuntime:
 
     def step(self, tokens, temperature, uniform):
         self.cached += list(tokens)
+        self.fed.append(list(tokens))
         self.temperatures.append(temperature)
         width = 2 ** self.bits[self.steps]
         probs = np.zeros(VOCAB, np.float32)
@@ -76,3 +78,17 @@ def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth
     assert real["stop_entropy_bits"] == calibrated == 4.0  # the shipped draft's measured stop
     assert "stop_entropy_bits" not in json.loads((synth_package / "manifest.json").read_text())["draft"]
     assert load_engine(synth_package, backend="cpu").stop_bits is None
+
+
+def test_a_greedy_draft_keeps_its_cache_for_the_next_request_and_a_sampled_one_starts_empty():
+    """A conversation's next greedy turn feeds the draft only what is new (the cache is rolled back to the
+    common prefix); a sampled request starts from an empty cache, so its seeded q rows never depend on how
+    earlier requests built it. Fails if reset always empties the cache (the greedy turn refeeds everything) or
+    never does (the sampled request feeds only the new tokens)."""
+    for temperature, fed in ((0.0, [4, 5]), (0.7, [1, 2, 3, 4, 5])):
+        runtime = ScriptedRuntime([0] * 4)
+        proposer = NeuralProposer(runtime, temperature)
+        finish(proposer.propose([1, 2, 3], 1, 0, SeededDraws(1)))  # the first request's round
+        proposer.reset()  # the next request: [1, 2, 3] + the new turn [4, 5]
+        finish(proposer.propose([1, 2, 3, 4, 5], 1, 0, SeededDraws(2)))
+        assert runtime.fed[-1] == fed and runtime.cached == [1, 2, 3, 4, 5], temperature

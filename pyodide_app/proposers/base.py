@@ -38,7 +38,8 @@ class Proposer(Protocol):
         """
 
     def reset(self) -> None:
-        """Forget everything about the previous request."""
+        """A new request: forget what its answer must not depend on (counts, and what a seeded answer's draws
+        would see; a greedy neural draft keeps its cache, see NeuralProposer.reset)."""
 
 
 class NoProposer:
