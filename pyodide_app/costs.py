@@ -394,9 +394,9 @@ def measure_draft_context(
 ) -> Generator[Wait, None, tuple[float, float]]:
     """(draft_key_ms, draft_feed_ms) at `length` context tokens (a key_length): a draft step there against
     step_ms (the step after CONTEXT), per context token beyond len(CONTEXT), and the feed per token of a catch-up
-    on that many tokens (time_draft). On the page's CPU path both grow with the context: policy 17 priced every
-    step at the short context's and no catch-up, and took its neural tries on 1,700-token prompts, where the
-    shipped draft's steps took ~80 ms and its first fed the prompt in ~1 s (neural k = 2 ran 0.81x there)."""
+    on that many tokens (time_draft). Policy 17 priced every step at the short context's and no catch-up, and
+    took its three one-token neural tries on the page's 1,700-token prompts, where they took 1.2-2.5 s of draft
+    time per 32-token answer (bench-p17kv), most of it the first, which fed the prompt."""
     context = tuple(CONTEXT[i % len(CONTEXT)] for i in range(length))  # ids every package's vocabulary holds
     step, feed = yield from time_draft(draft, repeats, settings, context)
     return max(0.0, step - step_ms) / max(1, length - len(CONTEXT)), feed
