@@ -94,7 +94,7 @@ def philox_cases() -> list[dict]:
     for round_index, position, domain in (
         (0, 0, Domain.ACCEPT_UNIFORM),
         (7, 3, Domain.CORRECTION_SAMPLE),
-        (1 << 20, 8, Domain.BONUS_SAMPLE),
+        (1 << 20, 0, Domain.TOKEN_SAMPLE),
     ):
         counter = (round_index, position, int(domain), 0)
         cases.append({"counter": list(counter), "key": list(key), "words": list(philox4x32_10(counter, key))})

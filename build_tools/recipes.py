@@ -109,6 +109,7 @@ def default_package() -> Path:
     from pyodide_app.package_check import check_package
 
     from .export_onnx import ATTENTION
+    from .golden import philox_cases, verify_fixtures
     from .prebuilt_draft import read_prebuilt
     from .site import WEB
 
@@ -132,6 +133,9 @@ def default_package() -> Path:
         golden = json.loads((model / manifest["golden"]).read_text()) if manifest.get("golden") else {}
         if not golden.get("philox") or not golden.get("verify"):
             raise ManifestError(str(model), "built without the self-test's recorded answers (golden.json)")
+        vocab = manifest["champion"]["config"]["vocab_size"]
+        if golden["philox"] != philox_cases() or golden["verify"] != verify_fixtures(vocab):
+            raise ManifestError(str(model), "built under another acceptance rule (the self-test's answers differ)")
     except (ManifestError, OSError, ValueError):
         shutil.rmtree(model, ignore_errors=True)
         make_package(None, None, model)

@@ -13,8 +13,14 @@ accepted, or a plain champion sample when k = 0.
 Greedy: accept while the draft equals argmax(target row) (lowest index wins
 ties); the terminal is the argmax of the first disagreeing row (or row k).
 Stochastic: accept draft i when u <= min(1, p_i(y)/q_i(y)); at the first
-rejection sample from norm([p_i - q_i]+). The WGSL verify kernel implements
-the same rule; this module is its specification.
+rejection sample from norm([p_i - q_i]+). A point-mass draft (prompt lookup, a
+greedy draft) is coupled instead: the champion samples row i's token with the
+uniform of its context index (Domain.TOKEN_SAMPLE), the draft passes iff it is
+that token, and otherwise that token is the correction (the same law: accepted
+with p_i(y), else p_i without y). Plain and bonus samples use the same uniform,
+so a sampled answer made of none and point-mass rounds is the same token for
+token whatever was proposed, or how many, in each round. The WGSL verify kernel
+implements the same rule; this module is its specification.
 """
 
 from __future__ import annotations
@@ -187,16 +193,28 @@ def greedy_decision_by(best: Callable[[int], int], drafts: Sequence[int]) -> Dec
 
 
 def stochastic_decision(
-    target_rows: Sequence[Sequence], drafts: Sequence[int], draft_rows: Sequence, draws: Draws, round_index: int
+    target_rows: Sequence[Sequence],
+    drafts: Sequence[int],
+    draft_rows: Sequence,
+    draws: Draws,
+    round_index: int,
+    token_index: int,
 ) -> Decision:
+    """token_index: the context index of the token row 0 draws (len(context); row j draws token_index + j)."""
     for i, token in enumerate(drafts):
         p_row = target_rows[i]
+        if isinstance(draft_rows[i], PointMass):
+            # Coupled: the draft passes iff it is the champion's own sample of this token (P = p(token)); else
+            # that sample is the correction, whose law is then p without `token`: norm([p - delta]+).
+            drawn = draws.categorical(Domain.TOKEN_SAMPLE, token_index + i, 0, p_row)
+            if drawn == token:
+                continue
+            return Decision(i, drawn, "correction")
         accept = accept_probability(p_row[token], draft_rows[i].prob(token))
         if draws.bernoulli(Domain.ACCEPT_UNIFORM, round_index, i, accept):
             continue
         residual = positive_residual(p_row, draft_rows[i])
         return Decision(i, draws.categorical(Domain.CORRECTION_SAMPLE, round_index, i, residual), "correction")
     k = len(drafts)
-    if k == 0:
-        return Decision(0, draws.categorical(Domain.BASELINE_SAMPLE, round_index, 0, target_rows[0]), "sample")
-    return Decision(k, draws.categorical(Domain.BONUS_SAMPLE, round_index, k, target_rows[k]), "bonus")
+    terminal = draws.categorical(Domain.TOKEN_SAMPLE, token_index + k, 0, target_rows[k])
+    return Decision(k, terminal, "bonus" if k else "sample")

@@ -229,7 +229,9 @@ def decide(raw_rows: Sequence[Sequence], request: VerifyRequest, ops=FLOAT) -> D
     rows = ProcessedRows(raw_rows, request, ops)
     if request.settings.greedy:
         return greedy_decision_by(rows.greedy, request.drafts)
-    return stochastic_decision(rows, request.drafts, request.draft_rows, request.draws, request.round_index)
+    return stochastic_decision(
+        rows, request.drafts, request.draft_rows, request.draws, request.round_index, len(request.context)
+    )
 
 
 class ReferenceChampion:

@@ -628,6 +628,7 @@ class GPUChampion:
                 seed_lo=seed & 0xFFFFFFFF,
                 seed_hi=(seed >> 32) & 0xFFFFFFFF,
                 round=request.round_index,
+                token=len(request.context),
             ),
         )
         self.gpu.write_buffer(self.params, 0, PARAMS.pack(rows=rows, position=request.committed_kv))

@@ -117,6 +117,7 @@ VERIFY = Struct(
         Field("seed_lo", "u32", "Philox key, low word"),
         Field("seed_hi", "u32", "Philox key, high word"),
         Field("round", "u32", "the request's round index (Philox counter)"),
+        Field("token", "u32", "the context index of the token row 0 draws (TOKEN_SAMPLE's Philox counter)"),
     ],
 )
 VERIFY_RESULT = Struct(

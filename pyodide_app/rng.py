@@ -2,7 +2,9 @@
 
 Every random number of a request is a pure function of
     key     = (seed mod 2^32, seed >> 32 mod 2^32)
-    counter = (round, position, domain, 0)
+    counter = (round, position, domain, 0)      the draft's and the acceptance test's streams
+    counter = (token, 0, TOKEN_SAMPLE, 0)       a champion sample for the answer's token at context index
+                                                `token` (coupled: the same whatever was proposed)
 so a draw never depends on how many other draws happened before it. A retried
 round reuses its round index and therefore sees the same numbers, and a change
 in proposal length cannot shift unrelated draws. The WGSL verify kernel
@@ -31,8 +33,7 @@ class Domain(IntEnum):
     DRAFT_SAMPLE = 1  # draft token i of a round          (round, i)
     ACCEPT_UNIFORM = 2  # accept test of draft i          (round, i)
     CORRECTION_SAMPLE = 3  # residual sample at rejection i (round, i)
-    BONUS_SAMPLE = 4  # bonus after all k accepted        (round, k)
-    BASELINE_SAMPLE = 5  # champion-alone step, k = 0      (round, 0)
+    TOKEN_SAMPLE = 6  # the champion's own sample of the token at context index t   (t, 0)
 
 
 def philox4x32_10(counter: tuple[int, int, int, int], key: tuple[int, int]) -> tuple[int, int, int, int]:

@@ -33,8 +33,7 @@ fn philox(counter_in: vec4<u32>, key_in: vec2<u32>) -> vec4<u32> {
 const DOMAIN_DRAFT: u32 = 1u;
 const DOMAIN_ACCEPT: u32 = 2u;
 const DOMAIN_CORRECTION: u32 = 3u;
-const DOMAIN_BONUS: u32 = 4u;
-const DOMAIN_BASELINE: u32 = 5u;
+const DOMAIN_TOKEN: u32 = 6u;  // counter (token index, 0, 6, 0): the champion's own sample of that token
 
 fn uniform24(seed: vec2<u32>, domain: u32, round: u32, position: u32) -> f32 {
     let word = philox(vec4<u32>(round, position, domain, 0u), seed).x;

@@ -403,6 +403,20 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
         }
         if (row == k) { break; }
         let y = tokens[1u + row];
+        if (cfg.greedy == 0u && cfg.draft_kind == DRAFT_POINT_MASSES) {
+            // Coupled: the draft passes iff it is the champion's own sample of this token (P = p(y)); else that
+            // sample is the correction, which is then p restricted to tokens other than y: norm([p - delta_y]+).
+            let drawn = sample(lane, 0u, uniform24(seed, DOMAIN_TOKEN, cfg.token + row, 0u));
+            if (lane == 0u) { shared_u = drawn; }
+            let champion_token = workgroupUniformLoad(&shared_u);
+            if (champion_token == y) { continue; }
+            var correction = champion_token;
+            if (RESAMPLE_FROM_TARGET) {  // negative control only (tests): a fresh sample of p, which may be y
+                correction = sample(lane, 0u, uniform24(seed, DOMAIN_CORRECTION, cfg.round, row));
+            }
+            finish(lane, row, correction, RESULT_CORRECTION, STATUS_OK, row + 1u);
+            return;
+        }
         if (lane == 0u) {
             var accept = 0u;
             var status = STATUS_OK;
@@ -436,12 +450,11 @@ fn verify(@builtin(local_invocation_index) lane: u32) {
         finish(lane, row, terminal, RESULT_CORRECTION, STATUS_OK, row + 1u);
         return;
     }
-    // All k accepted (or k = 0): bonus / plain sample from row k.
-    let domain = select(DOMAIN_BONUS, DOMAIN_BASELINE, k == 0u);
+    // All k accepted (or k = 0): bonus / plain sample from row k, the champion's own sample of that token.
     if (cfg.greedy == 1u) {
         finish(lane, k, greedy_token, select(RESULT_BONUS, RESULT_SAMPLE, k == 0u), STATUS_OK, k + 1u);
         return;
     }
-    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));
+    let terminal = sample(lane, 0u, uniform24(seed, DOMAIN_TOKEN, cfg.token + k, 0u));
     finish(lane, k, terminal, select(RESULT_BONUS, RESULT_SAMPLE, k == 0u), STATUS_OK, k + 1u);
 }

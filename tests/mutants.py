@@ -68,9 +68,9 @@ MUTANTS = (
         VERIFY,
         (
             Edit(
-                "    let terminal = sample(lane, 0u, uniform24(seed, domain, cfg.round, k));",
+                "    let terminal = sample(lane, 0u, uniform24(seed, DOMAIN_TOKEN, cfg.token + k, 0u));",
                 "    if (k > 0u) { _ = process_row(lane, k - 1u); }\n    let terminal = sample(lane, 0u, "
-                "uniform24(seed, domain, cfg.round, k));",
+                "uniform24(seed, DOMAIN_TOKEN, cfg.token + k, 0u));",
             ),
         ),
         "the bonus token sampled from row k-1 instead of row k",
@@ -90,8 +90,30 @@ MUTANTS = (
     Mutant(
         "wgsl_correction_wrong_domain",
         VERIFY,
-        (Edit("uniform24(seed, DOMAIN_CORRECTION, cfg.round, row)", "uniform24(seed, DOMAIN_ACCEPT, cfg.round, row)"),),
+        (
+            Edit(
+                "sample(lane, V, uniform24(seed, DOMAIN_CORRECTION, cfg.round, row))",
+                "sample(lane, V, uniform24(seed, DOMAIN_ACCEPT, cfg.round, row))",
+            ),
+        ),
         "the correction sample reuses the accept test's uniform (wrong Philox domain)",
+    ),
+    Mutant(
+        "wgsl_coupled_rows_share_a_uniform",
+        VERIFY,
+        (Edit("uniform24(seed, DOMAIN_TOKEN, cfg.token + row, 0u)", "uniform24(seed, DOMAIN_TOKEN, cfg.token, 0u)"),),
+        "every point-mass row of a round is sampled with row 0's uniform (the rows' tokens are then dependent)",
+    ),
+    Mutant(
+        "wgsl_coupled_keyed_by_round",
+        VERIFY,
+        (
+            Edit(
+                "uniform24(seed, DOMAIN_TOKEN, cfg.token + row, 0u)",
+                "uniform24(seed, DOMAIN_TOKEN, cfg.round + row, 0u)",
+            ),
+        ),
+        "point-mass rows keyed by the round, not the token: exact, but the answer then depends on what was proposed",
     ),
     # ---- the Python specification (CPU champion path, and the reference the kernel is compared to) ----
     Mutant(
@@ -127,8 +149,8 @@ MUTANTS = (
         "pyodide_app/acceptance.py",
         (
             Edit(
-                "Domain.BONUS_SAMPLE, round_index, k, target_rows[k])",
-                "Domain.BONUS_SAMPLE, round_index, k, target_rows[k - 1])",
+                "Domain.TOKEN_SAMPLE, token_index + k, 0, target_rows[k])",
+                "Domain.TOKEN_SAMPLE, token_index + k, 0, target_rows[k - 1])",
             ),
         ),
         "the bonus token sampled from row k-1 instead of row k",
@@ -143,6 +165,31 @@ MUTANTS = (
             ),
         ),
         "the correction sample reuses the accept test's uniform (wrong Philox domain)",
+    ),
+    Mutant(
+        "py_coupled_rows_share_a_uniform",
+        "pyodide_app/acceptance.py",
+        (Edit("Domain.TOKEN_SAMPLE, token_index + i, 0, p_row)", "Domain.TOKEN_SAMPLE, token_index, 0, p_row)"),),
+        "every point-mass row of a round is sampled with row 0's uniform (the rows' tokens are then dependent)",
+    ),
+    Mutant(
+        "py_coupled_keeps_the_rejected_token",
+        "pyodide_app/acceptance.py",
+        (
+            Edit(
+                "drawn = draws.categorical(Domain.TOKEN_SAMPLE, token_index + i, 0, p_row)\n"
+                "            if drawn == token:",
+                "drawn = draws.categorical(Domain.TOKEN_SAMPLE, token_index + i, 0, p_row)\n"
+                "            if draws.bernoulli(Domain.ACCEPT_UNIFORM, round_index, i, p_row[token]):",
+            ),
+        ),
+        "a point mass tested with its own uniform while the correction is a plain sample, which may be the token",
+    ),
+    Mutant(
+        "py_coupled_keyed_by_round",
+        "pyodide_app/acceptance.py",
+        (Edit("Domain.TOKEN_SAMPLE, token_index + i, 0, p_row)", "Domain.TOKEN_SAMPLE, round_index + i, 0, p_row)"),),
+        "point-mass rows keyed by the round, not the token: exact, but the answer then depends on what was proposed",
     ),
     Mutant(
         "py_penalty_ignores_round_drafts",
@@ -183,6 +230,7 @@ BATTERY = (
     "tests/test_draft_sampler.py::test_the_graphs_sampler_is_the_inverse_cdf_of_its_q_at_thousands_of_uniforms[synthetic]",
     "tests/test_exhaustive.py",
     "tests/test_greedy.py",
+    "tests/test_engine.py::test_a_seed_gives_one_sampled_answer_whatever_lookup_proposes",
 )
 
 

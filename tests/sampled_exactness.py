@@ -32,8 +32,8 @@ from typing import Sequence
 
 from scipy.stats import ncx2
 
-from pyodide_app import acceptance
-from pyodide_app.acceptance import FullRow, PointMass, ReducedRow
+from pyodide_app import acceptance, champion
+from pyodide_app.acceptance import Decision, FullRow, PointMass, ReducedRow
 from pyodide_app.cpu_champion import CpuChampion
 from pyodide_app.orchestrator import Emitted, Finished, GenerationConfig, Orchestrator
 from pyodide_app.processors import SamplingSettings, process_row
@@ -172,6 +172,21 @@ def full_target_residual(target_row, draft_row):
     return [p / total for p in target_row]
 
 
+def resampling_decision(target_rows, drafts, draft_rows, draws, round_index, token_index):
+    """The negative control's verifier for every row kind: the textbook accept test, then after a rejection a
+    fresh sample of p itself (for a point mass: possibly the rejected token again, which the coupled rule's
+    correction never is)."""
+    for i, token in enumerate(drafts):
+        p_row = target_rows[i]
+        accept = acceptance.accept_probability(p_row[token], draft_rows[i].prob(token))
+        if draws.bernoulli(Domain.ACCEPT_UNIFORM, round_index, i, accept):
+            continue
+        return Decision(i, draws.categorical(Domain.CORRECTION_SAMPLE, round_index, i, p_row), "correction")
+    k = len(drafts)
+    terminal = draws.categorical(Domain.TOKEN_SAMPLE, token_index + k, 0, target_rows[k])
+    return Decision(k, terminal, "bonus" if k else "sample")
+
+
 def enumerated_law(kind: str, table, vocab: int, wrong_residual: bool = False) -> dict[tuple, float]:
     """The law of the first HORIZON tokens of the real round loop (CPU verifier), by exact enumeration of
     its branches with float probabilities; with wrong_residual, the negative control's law."""
@@ -181,13 +196,13 @@ def enumerated_law(kind: str, table, vocab: int, wrong_residual: bool = False) -
         GenerationConfig(max_new_tokens=HORIZON, k=K, settings=SETTINGS),
         lambda t: b"x",
     )
-    original = acceptance.positive_residual
+    original = champion.stochastic_decision
     if wrong_residual:
-        acceptance.positive_residual = full_target_residual
+        champion.stochastic_decision = resampling_decision
     try:
         return output_distribution(orchestrator, orchestrator.proposer, PROMPT, FloatScriptedDraws)
     finally:
-        acceptance.positive_residual = original
+        champion.stochastic_decision = original
 
 
 def power(plan: ChiSquarePlan, wrong: dict[tuple, float]) -> float:

@@ -27,7 +27,7 @@ def one_position_law(p, q_row):
 
     def run(draws):
         drafted = draws.categorical(None, 0, 0, q_row.dense(vocab))
-        decision = stochastic_decision([p, [F(1)] + [F(0)] * (vocab - 1)], [drafted], [q_row], draws, 0)
+        decision = stochastic_decision([p, [F(1)] + [F(0)] * (vocab - 1)], [drafted], [q_row], draws, 0, 3)
         return drafted if decision.accepted == 1 else decision.terminal
 
     return enumerate_branches(run)
@@ -51,7 +51,7 @@ def test_acceptance_rate_is_one_minus_total_variation():
 
     def accepted(draws):
         drafted = draws.categorical(None, 0, 0, q)
-        return stochastic_decision([p, p], [drafted], [FullRow(q)], draws, 0).accepted
+        return stochastic_decision([p, p], [drafted], [FullRow(q)], draws, 0, 3).accepted
 
     tv = sum(abs(a - b) for a, b in zip(p, q)) / 2
     assert enumerate_branches(accepted)[1] == 1 - tv
@@ -111,7 +111,7 @@ def test_inverse_cdf_never_returns_a_zero_probability_token():
 
 def test_seeded_decisions_are_reproducible():
     p, q = [0.5, 0.3, 0.2], FullRow([0.2, 0.3, 0.5])
-    first = [stochastic_decision([p, p], [2], [q], SeededDraws(5), r) for r in range(50)]
-    again = [stochastic_decision([p, p], [2], [q], SeededDraws(5), r) for r in range(50)]
+    first = [stochastic_decision([p, p], [2], [q], SeededDraws(5), r, 3 + r) for r in range(50)]
+    again = [stochastic_decision([p, p], [2], [q], SeededDraws(5), r, 3 + r) for r in range(50)]
     assert first == again
     assert {d.accepted for d in first} == {0, 1}

@@ -89,6 +89,26 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
     assert lookup_rewrite["speculative"]["tokens_per_champion_call"] > 2.0  # long copied runs were accepted
 
 
+def test_real_model_sampled_tokens_are_identical_for_none_and_every_lookup_k(gpu, real_package):
+    """A sampled answer made of plain and point-mass rounds is the champion's own sample of each token
+    (acceptance.py's coupled rule), so one seed gives one answer whatever lookup proposed, or how much.
+    Fails where a point mass's test or correction draws a round-keyed number (the textbook rule)."""
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(real_package, context_limit=512, gpu=gpu)
+    sampling = {"max_tokens": 24, "temperature": 0.7, "top_p": 0.9, "seed": 5}
+    alone = chat(engine, REWRITE, "none", 0, **sampling)
+    rejected = 0
+    for k, adaptive in ((1, False), (2, False), (4, False), (8, False), (4, True)):
+        request = {"messages": [{"role": "user", "content": REWRITE}], **sampling}
+        request["speculative"] = {"proposer": "prompt_lookup", "k": k, "adaptive": adaptive}
+        done = list(engine.chat(request))[-1]
+        assert done["tokens"] == alone["tokens"], f"lookup k={k} adaptive={adaptive}"
+        assert_speculation_ran(done)
+        rejected += done["speculative"]["accepted"] < done["speculative"]["proposed"]
+    assert rejected, "no round rejected a draft: the correction path was not exercised"
+
+
 # ---- distribution on the synthetic model --------------------------------------------------------------
 
 
@@ -590,6 +610,29 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
     for done in (on_cpu, on_gpu):
         assert_speculation_ran(done, expect_proposals=proposer in ("neural", "hybrid"))
     assert on_cpu["speculative"]["proposed"] == on_gpu["speculative"]["proposed"]
+
+
+@pytest.mark.parametrize("backend", ["webgpu", "cpu"])
+def test_a_seed_gives_one_sampled_answer_whatever_lookup_proposes(gpu, synth_package, synth_engine, backend):
+    """The coupled rule on both verifiers: for each seed, champion-alone and prompt lookup at every k (and
+    adaptive k) give the same tokens, with rejections among them (a round-keyed correction would differ)."""
+    from pyodide_app.native.loader import load_engine
+
+    engine = synth_engine if backend == "webgpu" else load_engine(synth_package, context_limit=256, backend="cpu")
+    content = "the the the the the capital of france is paris. the capital of"
+    rejected = 0
+    for seed in range(4):
+        base = {"messages": [{"role": "user", "content": content}], "max_tokens": 16, "temperature": 1.0}
+        answers = {}
+        for k, adaptive in ((0, False), (1, False), (2, False), (4, False), (8, False), (2, True)):
+            proposer = "none" if k == 0 else "prompt_lookup"
+            request = {**base, "seed": seed, "speculative": {"proposer": proposer, "k": k, "adaptive": adaptive}}
+            done = list(engine.chat(request))[-1]
+            assert_speculation_ran(done, expect_proposals=False)
+            answers[(k, adaptive)] = done["tokens"]
+            rejected += done["speculative"]["accepted"] < done["speculative"]["proposed"]
+        assert len({tuple(tokens) for tokens in answers.values()}) == 1, (seed, answers)
+    assert rejected, "no round rejected a draft: the correction path was not exercised"
 
 
 def test_forget_context_only_drops_the_cached_prefix(synth_engine):

@@ -466,9 +466,11 @@ def test_device_sampling_distributions_pass_chi_square(synth, case):
         target[token] = weight
     settings = SamplingSettings(temperature=0.8, top_p=0.95)
     p = process_row(target, settings, (1, 2))
+    # Sample r: round r under seed 99 + r (a plain or bonus sample's uniform is keyed by the token's context
+    # index, here always 2, so one seed would draw the same token every time).
     if case == "baseline":
         expected = {t: p[t] for t in range(vocab) if p[t] > 0}
-        make = lambda r: VerifyRequest((1, 2), 1, (), (), r, settings, SeededDraws(99))  # noqa: E731
+        make = lambda r: VerifyRequest((1, 2), 1, (), (), r, settings, SeededDraws(99 + r))  # noqa: E731
         rows = [target]
     elif case == "bonus":
         draft = support[0]
@@ -476,14 +478,14 @@ def test_device_sampling_distributions_pass_chi_square(synth, case):
         q_one = FullRow([1.0 if t == draft else 0.0 for t in range(vocab)])
         certain = [-200.0] * vocab
         certain[draft] = 0.0  # p(draft) = 1: always accepted, the bonus comes from row 1
-        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (q_one,), r, settings, SeededDraws(99))  # noqa: E731
+        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (q_one,), r, settings, SeededDraws(99 + r))  # noqa: E731
         rows = [certain, target]
     else:
         draft = support[0]  # the most likely token, proposed with certainty -> residual = p without it
         residual = [0.0 if t == draft else p[t] for t in range(vocab)]
         mass = sum(residual)
         expected = {t: residual[t] / mass for t in range(vocab) if residual[t] > 0}
-        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (PointMass(draft),), r, settings, SeededDraws(99))  # noqa: E731
+        make = lambda r: VerifyRequest((1, 2), 1, (draft,), (PointMass(draft),), r, settings, SeededDraws(99 + r))  # noqa: E731
         rows = [target, target]
     samples = 1500
     plan = plan_chi_square(expected, samples, 1e-3)

@@ -45,9 +45,10 @@ def test_pack_uses_wgsl_layout():
         seed_lo=5,
         seed_hi=6,
         round=9,
+        token=11,
     )
     words = struct.unpack("<4I3fI4I", data)
-    assert words[:4] == (3, 0, 2, 7) and words[7:] == (40, 5, 6, 9, 0)
+    assert words[:4] == (3, 0, 2, 7) and words[7:] == (40, 5, 6, 9, 11)
     assert words[4] == pytest.approx(0.7) and words[6] == pytest.approx(1.1)
     result = VERIFY_RESULT.unpack(struct.pack("<5I", 2, 17, 1, 0, 3))
     assert result == {"accepted": 2, "terminal": 17, "kind": 1, "status": 0, "rows": 3}

@@ -182,8 +182,8 @@ row = step.row
 target = [[0.0] * 12, [1 / 12] * 12]
 target[0][2] = target[0][3] = 0.5  # p(9) = 0: the draft is rejected, the residual reads q
 list_row = ReducedRow(ids, masses)
-decision = stochastic_decision(target, [9], [row], SeededDraws(5), 0)
-list_decision = stochastic_decision(target, [9], [list_row], SeededDraws(5), 0)
+decision = stochastic_decision(target, [9], [row], SeededDraws(5), 0, 4)
+list_decision = stochastic_decision(target, [9], [list_row], SeededDraws(5), 0, 4)
 result = json.dumps({
     "values_type": type(row.values).__name__,
     "probs_type": type(row.probs).__name__,

@@ -37,7 +37,7 @@ def test_uniform_is_24_bit_in_open_closed_unit_interval():
     assert uniform_from_word(0x000000FF) == 2.0**-24  # the low 8 bits are dropped
     stream = PhiloxStream(3)
     for r in range(200):
-        u = stream.uniform(Domain.BONUS_SAMPLE, r, 0)
+        u = stream.uniform(Domain.TOKEN_SAMPLE, r, 0)
         assert 0 < u <= 1 and (u * 2**24).is_integer()  # exact in f32 too
 
 

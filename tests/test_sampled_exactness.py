@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import pytest
 
-from pyodide_app import acceptance, cpu_champion
+from pyodide_app import acceptance, champion, cpu_champion
 from pyodide_app.champion import decide
 from pyodide_app.gpu_champion import GPUChampion
 from pyodide_app.processors import FLOAT, process_row
@@ -28,11 +28,13 @@ VOCAB = 373  # the synthetic package's vocabulary (checked against the champion 
 def decide_forgetting_drafts(raw_rows, request, ops=FLOAT):
     """A wrong CPU verifier: every row processed at the committed context, ignoring earlier drafts."""
     rows = [process_row(raw, request.settings, request.context, ops) for raw in raw_rows]
-    return acceptance.stochastic_decision(rows, request.drafts, request.draft_rows, request.draws, request.round_index)
+    return acceptance.stochastic_decision(
+        rows, request.drafts, request.draft_rows, request.draws, request.round_index, len(request.context)
+    )
 
 
 WRONG = {  # name -> (module, attribute, replacement): wrong implementations the test must reject
-    "residual_from_p": (acceptance, "positive_residual", se.full_target_residual),
+    "residual_from_p": (champion, "stochastic_decision", se.resampling_decision),
     "accept_min_1_p": (acceptance, "accept_probability", lambda p_y, q_y: min(1, p_y)),
     "penalty_forgets_drafts": (cpu_champion, "decide", decide_forgetting_drafts),
 }
@@ -138,7 +140,7 @@ def test_the_kernels_negative_control_is_rejected(wrong_kernel, kind):
 @pytest.mark.parametrize("kind", se.KINDS)
 def test_the_cpu_negative_control_is_rejected(monkeypatch, kind):
     plan_for(kind)  # computed with the correct residual first
-    monkeypatch.setattr(acceptance, "positive_residual", se.full_target_residual)
+    monkeypatch.setattr(champion, "stochastic_decision", se.resampling_decision)
     assert run_test(se.cpu_champion(table(), VOCAB), kind, "CPU negative control") > plan_for(kind).plan.threshold
 
 
