@@ -2,7 +2,7 @@
 token, measured once per engine and kind of sampling (the `auto` scheduler's inputs, see proposers/auto.py).
 
 Measured with verify calls at the request's sampling settings whose point-mass drafts are rejected at once (so
-V(T) holds one processed row, and when sampling the residual sample that follows a rejection), after a
+V(T) holds one processed row, and when sampling the correction drawn at the rejection), after a
 64-token context, at T in MEASURED_ROWS over three sweeps after a warm-up: V(1) the best 1-row call, V(T) that
 plus the median of its call's excess over the 1-row call of the same sweep; other T are interpolated linearly. A
 sweep whose V(T) do not rise with T (a busy neighbour slowed the small calls of those seconds: a 2026-12-02

@@ -197,16 +197,16 @@ class Engine:
         self.draft_runtime = draft_runtime
         self.k_max = k_max
         self.eos_ids = frozenset(manifest["generation"]["eos_ids"])
-        self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request, then fixed
-        self.live: LiveCosts | None = None  # the greedy costs, refined by every greedy auto round since
-        self.refine_costs = True  # False: greedy requests keep the measurement as well (tests that fix the costs)
+        self.costs: dict[str, CostModel] = {}  # cost_kind -> measured at its first `auto` request
+        self.live: dict[str, LiveCosts] = {}  # cost_kind -> those costs, refined by every auto round of it since
+        self.refine_costs = True  # False: requests keep the measurement (tests that fix the costs)
         # key length -> costs.measure_key_ms there, at the first auto request whose prompt has that key length
         self.key_ms: dict[int, tuple[float, ...]] = {}
         # key length -> (draft_key_ms, draft_feed_ms) there (costs.measure_draft_context), measured beside key_ms
         self.draft_context: dict[int, tuple[float, float]] = {}
-        # The last auto answer's prompt and what its policy learned: a greedy auto answer whose prompt extends
-        # that prompt (the same conversation, a later turn) starts from those counts.
-        self.learned: tuple[tuple[int, ...], Learned] | None = None
+        # The last auto answer's prompt, cost kind and what its policy learned: an auto answer of that kind
+        # whose prompt extends that prompt (the same conversation, a later turn) starts from those counts.
+        self.learned: tuple[tuple[int, ...], str, Learned] | None = None
         self.golden = golden
         # The draft's calibrated stop (package field): a proposal ends before a row more uncertain than this.
         self.stop_bits = (manifest.get("draft") or {}).get("stop_entropy_bits")
@@ -271,11 +271,9 @@ class Engine:
         if request.proposer == "prompt_lookup":
             return PromptLookup()
         if request.proposer == "auto":
-            neural = (
-                None
-                if self.draft_runtime is None
-                else NeuralProposer(self.draft_runtime, request.sampling.temperature, self.stop_bits)
-            )
+            # Its draft proposes its argmax, a point mass, at every temperature: a point mass is tested by the
+            # coupled rule, so auto's choices never change a token (acceptance.py), only the answer's speed.
+            neural = None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, 0.0, self.stop_bits)
             first, later = self.neural_priors()
             end = min(len(prompt) + request.max_tokens, self.champion.context_limit)  # a catch-up is spread to here
             policy = CostPolicy(None, first, self._earlier(request, prompt), neural_later=later, answer_end=end)
@@ -290,13 +288,13 @@ class Engine:
         return NoProposer()
 
     def _earlier(self, request: ChatRequest, prompt: Sequence[int]) -> Learned | None:
-        """The conversation's earlier counts for a greedy request that continues the last auto answer's
-        prompt. Never for a sampled one: its proposals consume its seeded draws, so its answer must not
-        depend on history beyond the request (its seed alone reproduces it)."""
-        if self.learned is None or not request.sampling.greedy:
+        """The conversation's earlier counts for a request that continues the last auto answer's prompt with the
+        same kind of sampling (a draft's acceptance is p(token) when sampling, 0 or 1 when greedy)."""
+        if self.learned is None:
             return None
-        earlier_prompt, learned = self.learned
-        return learned if tuple(prompt[: len(earlier_prompt)]) == earlier_prompt else None
+        earlier_prompt, kind, learned = self.learned
+        same_kind = kind == cost_kind(request.sampling)
+        return learned if same_kind and tuple(prompt[: len(earlier_prompt)]) == earlier_prompt else None
 
     def neural_priors(self) -> tuple[float, float | None]:
         """The draft's measured greedy agreement with the champion (its package; else a default), and its
@@ -329,12 +327,11 @@ class Engine:
         context = {"key_ms": self.key_ms.get(length, ()), "key_length": length or 0}
         if length in self.draft_context:
             context["draft_key_ms"], context["draft_feed_ms"] = self.draft_context[length]
-        if settings.greedy and self.refine_costs:  # its tokens are the champion's whatever auto chooses: learn live
-            if self.live is None:
-                self.live = LiveCosts(self.costs[kind])
-            proposer.policy.live = self.live
-            proposer.policy.costs = self.live.model(**context)
-        else:  # a sampled request's choices steer its seeded draws: the fixed measurement, so its seed replays it
+        if self.refine_costs:  # its tokens do not depend on what auto chooses (acceptance.py): learn live
+            live = self.live.setdefault(kind, LiveCosts(self.costs[kind]))
+            proposer.policy.live = live
+            proposer.policy.costs = live.model(**context)
+        else:
             proposer.policy.costs = replace(self.costs[kind], **context)
         yield from events
 
@@ -369,7 +366,7 @@ class Engine:
                 yield {"type": "delta", "tokens": list(event.tokens), "text": delta}
             elif isinstance(event, Finished):
                 if isinstance(proposer, AutoProposer):
-                    self.learned = (tuple(prompt), proposer.policy.learned())
+                    self.learned = (tuple(prompt), cost_kind(request.sampling), proposer.policy.learned())
                 tail = text.finish()
                 if tail:
                     yield {"type": "delta", "tokens": [], "text": tail}
@@ -414,7 +411,7 @@ class Engine:
                 "earlier_rounds": earlier.rounds if earlier else 0,  # rounds of earlier answers it learned from
                 "costs": policy.costs.summary() if policy.costs else None,  # what its last round was chosen by
                 "measured_costs": measured.summary() if measured else None,  # the engine's measurement of its kind
-                "live_rounds": policy.live.rounds() if policy.live else 0,  # recent rounds refining them (greedy)
+                "live_rounds": policy.live.rounds() if policy.live else 0,  # recent rounds refining them
             }
         }
 

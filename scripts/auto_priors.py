@@ -12,7 +12,9 @@ float32 CPU champion, the draft on onnxruntime). At each answer position t, with
                                                       position j > 1 only along answers where c_1..c_{j-1}
                                                       were the tokens emitted (conditional rate a_j);
   neural draft (only positions its entropy stop       greedy: 1 if its temperature-0 token is the champion's;
-  lets through: H(q) at T = 1 <= stop bits)           sampled: sum_x min(p(x), q(x)).
+  lets through: H(q) at T = 1 <= stop bits)           sampled: sum_x min(p(x), q(x)) (its sampled token, the
+                                                      textbook test: neural, hybrid), and p(argmax q) (its
+                                                      argmax as a point mass, the coupled test: auto).
 
     .venv/bin/python scripts/auto_priors.py [--tokens 48] [--per-task 3] [--long 12]
 """
@@ -84,6 +86,7 @@ def neural_points(engine, ids, tokens, rows, setting, out) -> None:
         else:
             p = np.asarray(process_row(rows[t], SETTINGS[setting], ids + tokens[:t]), np.float64)
             out[setting].append(float(np.minimum(p, own[t][1]).sum()))
+            out[f"{setting}, argmax"].append(float(p[int(np.argmax(plain[t][1]))]))
 
 
 def main() -> None:

@@ -91,7 +91,7 @@ def test_real_model_greedy_tokens_are_identical_for_every_proposer_and_k(gpu, re
 
 def test_real_model_sampled_tokens_are_identical_for_none_and_every_lookup_k(gpu, real_package):
     """A sampled answer made of plain and point-mass rounds is the champion's own sample of each token
-    (acceptance.py's coupled rule), so one seed gives one answer whatever lookup proposed, or how much.
+    (acceptance.py's coupled rule), so one seed gives one answer whatever lookup (or auto) proposed, or how much.
     Fails where a point mass's test or correction draws a round-keyed number (the textbook rule)."""
     from pyodide_app.native.loader import load_engine
 
@@ -107,6 +107,9 @@ def test_real_model_sampled_tokens_are_identical_for_none_and_every_lookup_k(gpu
         assert_speculation_ran(done)
         rejected += done["speculative"]["accepted"] < done["speculative"]["proposed"]
     assert rejected, "no round rejected a draft: the correction path was not exercised"
+    auto = chat(engine, REWRITE, "auto", 8, **sampling)  # its drafts are point masses too, neural ones included
+    assert auto["tokens"] == alone["tokens"], auto["speculative"]["auto"]["chose"]
+    assert_speculation_ran(auto)
 
 
 # ---- distribution on the synthetic model --------------------------------------------------------------
@@ -391,19 +394,24 @@ def test_without_a_seed_each_answer_gets_a_fresh_one_that_reproduces_it(synth_en
 
 def test_auto_is_reproducible_with_a_seed_and_reports_its_choices(synth_engine, drafting_pays):
     content = "the the the the the capital of france is paris. the capital of"
+    synth_engine.forget_context()
     first = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)
-    second = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)
-    assert first["tokens"] == second["tokens"]
+    second = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)  # learns from first
+    assert second["speculative"]["auto"]["earlier_rounds"] == first["speculative"]["rounds"]
+    assert first["tokens"] == second["tokens"]  # other counts, maybe other choices: the same tokens
+    synth_engine.forget_context()
     auto = first["speculative"]["auto"]
-    assert auto == second["speculative"]["auto"]
+    replay = chat(synth_engine, content, "auto", 4, max_tokens=16, temperature=1.0, seed=11)
+    assert auto == replay["speculative"]["auto"]  # the same state and costs: the same choices
     assert auto["policy_version"] >= 1 and auto["costs"]["verify_ms"] == [10.0] * 9
     assert sum(auto["rounds"].values()) == first["speculative"]["rounds"] and first["speculative"]["proposed"] > 0
     assert " on " in auto["chose"] and max(int(label.split("k=")[1]) for label in auto["rounds"] if "k=" in label) <= 4
 
 
-def test_auto_carries_a_conversations_counts_into_its_greedy_turns_only(synth_engine, drafting_pays):
-    """Greedy turns of one conversation start from the earlier turns' acceptance counts (their tokens do not
-    depend on the proposer); a sampled turn starts from the priors, so its seed alone reproduces it."""
+def test_auto_carries_a_conversations_counts_into_its_turns_of_the_same_sampling(synth_engine, drafting_pays):
+    """Turns of one conversation start from the earlier turns' acceptance counts where they sample alike (auto's
+    tokens do not depend on its choices, greedy or sampled); a sampled turn after greedy ones starts from the
+    priors, and its seed still reproduces it after another history."""
 
     def turn(messages, **settings):
         request = {"messages": messages, "speculative": {"proposer": "auto", "k": 4}, "max_tokens": 12, **settings}
@@ -421,7 +429,9 @@ def test_auto_carries_a_conversations_counts_into_its_greedy_turns_only(synth_en
     _, earlier = turn([*follow_up, {"role": "assistant", "content": second["text"]}, opening[0]], temperature=0)
     assert earlier == first["speculative"]["rounds"] + second["speculative"]["rounds"]
     sampled, earlier = turn(follow_up, temperature=1.0, seed=5)
-    assert earlier == 0
+    assert earlier == 0  # the greedy turns' counts are not a sampled turn's
+    later_sampled = [*follow_up, {"role": "assistant", "content": sampled["text"]}, opening[0]]
+    assert turn(later_sampled, temperature=1.0, seed=6)[1] == sampled["speculative"]["rounds"]
     assert turn([{"role": "user", "content": "something else entirely"}], temperature=0)[1] == 0  # not this chat
     synth_engine.forget_context()
     assert turn(follow_up, temperature=0)[1] == 0  # a forgotten context forgets its counts too
@@ -446,12 +456,13 @@ def test_auto_measures_the_device_once(gpu, synth_package, backend):
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0)
     assert engine.costs["greedy"] is costs  # measured once, then fixed
     assert engine.key_ms == {}  # a long context's cost: only for a long prompt (this engine has no room)
-    # Sampling is measured apart (rows are processed; a rejection draws from the residual), once per kind.
+    # Sampling is measured apart (rows are processed; a rejection draws the correction), once per kind, and
+    # refined live too (auto's sampled tokens do not depend on its choices either).
     sampled = chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=0.7, top_p=0.9, seed=3)
-    assert set(engine.costs) == {"greedy", "sampled+top_p"} and sampled["speculative"]["auto"]["costs"] == (
-        engine.costs["sampled+top_p"].summary()
-    )  # sampled: the measurement as it is, never refined (its seed must replay its choices)
-    assert sampled["speculative"]["auto"]["live_rounds"] == 0
+    assert set(engine.costs) == {"greedy", "sampled+top_p"}
+    assert sampled["speculative"]["auto"]["measured_costs"] == engine.costs["sampled+top_p"].summary()
+    assert sampled["speculative"]["auto"]["live_rounds"] == sampled["speculative"]["rounds"]
+    assert engine.live["sampled+top_p"] is not engine.live["greedy"]
     chat(engine, "hello world", "auto", 8, max_tokens=8, temperature=1.0, top_p=0.5, seed=4)
     assert len(engine.costs) == 2
 
@@ -610,6 +621,29 @@ def test_cpu_champion_without_webgpu_gives_the_same_tokens(gpu, synth_package, s
     for done in (on_cpu, on_gpu):
         assert_speculation_ran(done, expect_proposals=proposer in ("neural", "hybrid"))
     assert on_cpu["speculative"]["proposed"] == on_gpu["speculative"]["proposed"]
+
+
+@pytest.mark.parametrize("backend", ["webgpu", "cpu"])
+def test_a_sampled_auto_answer_is_champion_alones_whatever_it_chooses(gpu, synth_package, backend):
+    """auto's drafts are point masses (its neural draft proposes its argmax at T > 0 too), so for one seed its
+    answer is champion-alone's, while it drafts from both sources and has rejections (fails with a neural draft
+    that proposes its sampled token, tested by the textbook rule)."""
+    from pyodide_app.native.loader import load_engine
+
+    engine = load_engine(synth_package, context_limit=256, gpu=gpu, backend=backend)
+    engine.costs = {kind: fixed_costs([10.0] * 9, 0.5) for kind in ("sampled",)}  # drafting pays (see drafting_pays)
+    engine.refine_costs = False
+    content = "the the the the the capital of france is paris. the capital of"
+    sources, rejected = set(), 0
+    for seed in range(4):
+        base = {"messages": [{"role": "user", "content": content}], "max_tokens": 16, "temperature": 1.0}
+        alone = list(engine.chat({**base, "seed": seed, "speculative": {"proposer": "none"}}))[-1]
+        auto = list(engine.chat({**base, "seed": seed, "speculative": {"proposer": "auto", "k": 4}}))[-1]
+        assert auto["tokens"] == alone["tokens"], (seed, auto["speculative"]["auto"]["chose"])
+        assert_speculation_ran(auto)
+        sources |= {label.split(" ")[0] for label in auto["speculative"]["auto"]["rounds"]}
+        rejected += auto["speculative"]["accepted"] < auto["speculative"]["proposed"]
+    assert {"lookup", "neural"} <= sources and rejected
 
 
 @pytest.mark.parametrize("backend", ["webgpu", "cpu"])

@@ -21,12 +21,12 @@ emitted tokens per millisecond:
                                                              conversation's copies (all n) passed than
                                                              their priors said (version 11)
 
-V(T) (verify time of T rows, with a rejection and, when sampling, its residual sample), r (processing one more row),
+V(T) (verify time of T rows, with a rejection and, when sampling, its correction sample), r (processing one more row),
 key(T) (a T-row call's cost per context token beyond the 64 V was timed after, measured per T since version 16 at
 the request's key length, costs.key_length, near its prompt's own length; used by requests with a prompt of
 costs.LONG_CONTEXT tokens or more, else 0) and D (one draft step) come from the
-engine's CostModel for the request's kind of sampling: as measured for a sampled request, refined from every round's
-timing for a greedy one (costs.LiveCosts, since version 10); priors: prompt lookup by n and draft position
+engine's CostModel for the request's kind of sampling, refined from every round's timing (costs.LiveCosts: greedy
+requests since version 10, sampled ones since version 19); priors: prompt lookup by n and draft position
 (LOOKUP_PRIOR, measured by scripts/auto_priors.py), the neural draft from its package's measured agreement: at its
 first position the teacher-forced agreement, at later ones (since version 9) the larger of its agreement right after
 an agreeing position and a_0's current estimate (0.345 and 0.38 for the shipped draft; the draft agrees in streaks;
@@ -40,11 +40,20 @@ where its prior alone says such a round is at most PROBE_TOLERANCE slower than n
 a 0.345 prior to 0.23, below the page CPU path's break-even of 0.27, and the draft was never tried again: 0.60x
 neural k = 2 on code; since version 17 within the tolerance, not only above break-even). A draft source
 that fails is not chosen again in the request (the failed round is a plain champion step). The counts a_j are kept
-over a conversation's greedy answers (Engine passes the last answer's counts on when the next prompt extends its
-prompt); a sampled answer starts from the priors, so that its seed alone reproduces it.
+over a conversation's answers of one kind of sampling (Engine passes the last answer's counts on when the next
+prompt extends its prompt and samples alike; greedy only before version 19).
+
+Since version 19 every draft auto proposes is a point mass (the neural draft proposes its argmax at every
+temperature), which the verifier tests by the coupled rule (acceptance.py): a token is the champion's own sample
+whatever was proposed, so auto's choices change the answer's speed only, never its tokens, greedy or sampled. A
+sampled request therefore learns like a greedy one: from live timings and from the conversation's counts, and its
+seed still reproduces it (before, its choices steered its seeded draws, so it started from the priors and the
+fixed measurement; a neural round at T > 0 tested q's sampled token by the textbook rule. What that costs: at the
+positions the shipped draft's stop lets through, the argmax passes with p 0.664 where the sampled token passed
+0.684 of the time, scripts/auto_priors.py --tokens 32 --per-task 2 --long 6, 351 positions of 26 prompts).
 
 Exactness: a choice depends only on published state (the context, counts of earlier published rounds,
-the fixed costs), never on the current round's draws, so each round's proposal law is exactly the
+the costs), never on the current round's draws, so each round's proposal law is exactly the
 chosen source's and the verifier keeps the champion's output law. Any such policy is exact; the tests
 drive AutoProposer with arbitrary context-based policies too.
 """
@@ -63,7 +72,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 18
+AUTO_POLICY_VERSION = 19
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -228,8 +237,8 @@ class CostPolicy:
         """neural_prior: the draft's acceptance at its first position; neural_later: at each later position
         given the ones before it passed (None: neural_prior). earlier: counts from this conversation's earlier
         answers to start from (else the priors alone); probe_tolerance 0: never probe (the rate formula alone).
-        live: refine `costs` from every round's timing (greedy requests: their tokens do not depend on the
-        choices); None: the costs stay as given (sampled requests, whose seed must reproduce them). answer_end:
+        live: refine `costs` from every round's timing (auto's tokens do not depend on its choices); None: the
+        costs stay as given. answer_end:
         the context length where the answer must end (prompt + max tokens), over whose tokens a draft's catch-up
         is spread (None: a round pays all of it)."""
         self.costs = costs
