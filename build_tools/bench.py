@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pyodide_app.costs import LONG_CONTEXT
 
-from .bench_stats import SLOW_PEER, auto_bars, summarize, table
+from .bench_stats import SLOW_PEER, auto_bars, identical_answers, summarize, table
 from .eval_set import independent_items, independent_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -502,6 +502,11 @@ def run_bench(
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench.json").write_text(json.dumps(result, indent=1))
     bars = auto_bars(summary)
-    (out / "table.md").write_text(table(summary) + (f"\n## auto's bars\n\n{bars}" if bars else ""))
+    identity = identical_answers(records)
+    (out / "table.md").write_text(
+        table(summary)
+        + (f"\n## auto's bars\n\n{bars}" if bars else "")
+        + (f"\n## identical answers\n\n{identity}\n" if identity else "")
+    )
     write_plots(result, out)
     return result

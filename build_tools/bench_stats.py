@@ -197,3 +197,38 @@ def _cell(value: float | None) -> str:
 def _median(values: list[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
+
+
+# Arms whose every draft is a point mass: by the coupled rule (pyodide_app/acceptance.py) a sampled answer of theirs
+# is champion-alone's of the same seed, token for token. Greedy: every arm's is.
+POINT_MASS_ARMS = ("lookup-k2", "lookup-k4", "lookup-k8", "lookup-adaptive", AUTO)
+
+
+def identical_answers(records: list[dict]) -> str:
+    """Per setting and arm, how many answers are token-identical to champion-alone's of the same prompt and
+    repeat (same seed), for the arms that must give them: every arm greedy, POINT_MASS_ARMS sampled. A line per
+    setting; a miss is named. Empty without such pairs."""
+    base = {(r["setting"], r["prompt"], r.get("repeat", 0)): r["tokens"] for r in records if _answer_of(r, "none")}
+    counts: dict[tuple[str, str], list[int]] = {}
+    for r in records:
+        if r["arm"] == "none" or r["arm"] in PEERS or not _answer_of(r, r["arm"]):
+            continue
+        expected = base.get((r["setting"], r["prompt"], r.get("repeat", 0)))
+        if expected is None or (r["setting"] != "greedy" and r["arm"] not in POINT_MASS_ARMS):
+            continue
+        same_total = counts.setdefault((r["setting"], r["arm"]), [0, 0])
+        same_total[0] += r["tokens"] == expected
+        same_total[1] += 1
+    lines = []
+    for setting in sorted({s for s, _ in counts}):
+        cells = [f"{arm} {same}/{total}" for (s, arm), (same, total) in counts.items() if s == setting]
+        misses = [arm for (s, arm), (same, total) in counts.items() if s == setting and same < total]
+        verdict = f"; differing: {', '.join(misses)}" if misses else "; all identical"
+        lines.append(
+            f"{setting}: answers token-identical to none's (same prompt and seed): {', '.join(cells)}{verdict}"
+        )
+    return "\n".join(lines)
+
+
+def _answer_of(record: dict, arm: str) -> bool:
+    return record["arm"] == arm and "tokens" in record and "error" not in record

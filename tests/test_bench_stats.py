@@ -4,7 +4,7 @@ same round, so drift between rounds cancels in the per-request speed-ups."""
 from __future__ import annotations
 
 from build_tools.bench import ARMS
-from build_tools.bench_stats import auto_bars, paired_speedups, summarize, table
+from build_tools.bench_stats import auto_bars, identical_answers, paired_speedups, summarize, table
 
 
 def record(arm: str, repeat: int, tps: float) -> dict:
@@ -54,3 +54,26 @@ def test_auto_bars_name_each_stratum_that_misses_a_bar():
     assert ">= 0.9x the best fixed arm on 1 of 2 (misses: chat 0.80 (lookup-k4))" in bars
     assert "median 1.05 against the best fixed arm's 1.15 (lookup-k4)" in bars
     assert auto_bars(summarize(records[:2], [a for a in ARMS if a.name in ("none", "lookup-k4")])) == ""
+
+
+def test_identical_answers_name_the_arms_whose_answer_differs_from_none():
+    """Greedy: every arm must give none's tokens; sampled: the point-mass arms (lookup, auto), by the coupled rule,
+    while a hybrid answer may differ. Pairs are by prompt and repeat (the repeat's seed)."""
+
+    def answer(arm, setting, repeat, tokens):
+        return dict(record(arm, repeat, 10.0), setting=setting, tokens=tokens)
+
+    records = [answer("none", s, r, [s == "greedy", r]) for s in ("greedy", "sampled") for r in (0, 1)]
+    records += [answer("auto", "greedy", r, [True, r]) for r in (0, 1)]
+    records += [answer("hybrid-k4", "greedy", 0, [True, 0]), answer("hybrid-k4", "sampled", 0, [7])]
+    records += [answer("lookup-k4", "sampled", 0, [False, 0]), answer("lookup-k4", "sampled", 1, [False, 0])]
+    records += [answer("auto", "sampled", 1, [False, 1]), {"arm": "auto", "setting": "sampled", "error": "x"}]
+    lines = identical_answers(records).splitlines()
+    assert lines[0] == (
+        "greedy: answers token-identical to none's (same prompt and seed): auto 2/2, hybrid-k4 1/1; all identical"
+    )
+    assert lines[1] == (
+        "sampled: answers token-identical to none's (same prompt and seed): lookup-k4 1/2, auto 1/1; "
+        "differing: lookup-k4"
+    )
+    assert identical_answers(records[4:]) == ""  # no champion-alone answer to compare with
