@@ -208,10 +208,10 @@ def identical_answers(records: list[dict]) -> str:
     """Per setting and arm, how many answers are token-identical to champion-alone's of the same prompt and
     repeat (same seed), for the arms that must give them: every arm greedy, POINT_MASS_ARMS sampled. A line per
     setting; a miss is named. Empty without such pairs."""
-    base = {(r["setting"], r["prompt"], r.get("repeat", 0)): r["tokens"] for r in records if _answer_of(r, "none")}
+    base = {(r["setting"], r["prompt"], r.get("repeat", 0)): r["tokens"] for r in records if _answered(r, "none")}
     counts: dict[tuple[str, str], list[int]] = {}
     for r in records:
-        if r["arm"] == "none" or r["arm"] in PEERS or not _answer_of(r, r["arm"]):
+        if r["arm"] == "none" or r["arm"] in PEERS or not _answered(r):
             continue
         expected = base.get((r["setting"], r["prompt"], r.get("repeat", 0)))
         if expected is None or (r["setting"] != "greedy" and r["arm"] not in POINT_MASS_ARMS):
@@ -230,5 +230,6 @@ def identical_answers(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _answer_of(record: dict, arm: str) -> bool:
-    return record["arm"] == arm and "tokens" in record and "error" not in record
+def _answered(record: dict, arm: str | None = None) -> bool:
+    """The record holds an answer's tokens (of `arm`, when given)."""
+    return (arm is None or record["arm"] == arm) and "tokens" in record and "error" not in record

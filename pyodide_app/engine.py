@@ -316,8 +316,7 @@ class Engine:
             draft = proposer.neural  # the request's neural proposer (its temperature and stop), or None
             self.costs[kind] = yield from measure_costs(self.champion, draft, self.k_max + 1, settings)
         # Only a long prompt's request prices context, at its own key length (a short one's choices never depend
-        # on whether a long one came first, nor a long one's on another length's, so a seeded request stays
-        # reproducible across the engine's life).
+        # on whether a long one came first, nor a long one's on another length's).
         length = key_length(prompt_tokens, self.champion.context_limit, self.k_max + 1)
         if length is not None and length not in self.key_ms:
             self.key_ms[length] = yield from measure_key_ms(self.champion, self.k_max + 1, length)

@@ -349,16 +349,16 @@ fn sample(lane: u32, base: u32, u: f32) -> u32 {
     return select(first, fallback - 1u, first >= V);
 }
 
+// Full and reduced rows only: a point mass is decided by the coupled branch of verify(), never reaching here.
 fn draft_prob(row: u32, token: u32) -> f32 {
     if (cfg.draft_kind == DRAFT_FULL_ROWS) { return q[row * V + token]; }
-    if (cfg.draft_kind == DRAFT_POINT_MASSES) { return select(0.0, 1.0, token == tokens[1u + row]); }
     for (var m = 0u; m < cfg.reduced; m++) {
         if (id_map[m] == token) { return q[row * cfg.reduced + m]; }
     }
     return 0.0;
 }
 
-// work[V .. 2V) <- [p - q]+ of row `row`; returns its mass.
+// work[V .. 2V) <- [p - q]+ of row `row` (full or reduced q, as draft_prob); returns its mass.
 fn residual(lane: u32, row: u32) -> f32 {
     let start = chunk_start(lane);
     let end = chunk_end(lane);
@@ -366,7 +366,6 @@ fn residual(lane: u32, row: u32) -> f32 {
     for (var i = start; i < end; i++) {
         var q_i = 0.0;
         if (cfg.draft_kind == DRAFT_FULL_ROWS) { q_i = q[row * V + i]; }
-        if (cfg.draft_kind == DRAFT_POINT_MASSES) { q_i = select(0.0, 1.0, i == tokens[1u + row]); }
         if (RESAMPLE_FROM_TARGET) { q_i = 0.0; }  // negative control only (tests): the wrong residual p
         work[V + i] = max(work[i] - q_i, 0.0);
     }

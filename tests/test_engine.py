@@ -631,7 +631,7 @@ def test_a_sampled_auto_answer_is_champion_alones_whatever_it_chooses(gpu, synth
     from pyodide_app.native.loader import load_engine
 
     engine = load_engine(synth_package, context_limit=256, gpu=gpu, backend=backend)
-    engine.costs = {kind: fixed_costs([10.0] * 9, 0.5) for kind in ("sampled",)}  # drafting pays (see drafting_pays)
+    engine.costs = {"sampled": fixed_costs([10.0] * 9, 0.5)}  # drafting pays (see drafting_pays)
     engine.refine_costs = False
     content = "the the the the the capital of france is paris. the capital of"
     sources, rejected = set(), 0
