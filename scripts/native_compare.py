@@ -9,7 +9,9 @@
 stratum) and adds each arm's median ratio over strata; --prompts independent runs the drafts' independent
 evaluation set (build_tools/draft_eval_independent.json, whole chats), only the kinds in --kinds (default: the
 open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (repeat r with seed r for every arm,
-so each repeat is another answer; the tokens differ between arms, only speed compares).
+so each repeat is another answer; none, prompt lookup and auto propose point masses, which the verifier tests
+by the coupled rule, so with one seed they give one answer, which the table checks; neural and hybrid sample
+their drafts and give other answers of the same law).
 
 An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
 draft.stop_entropy_bits), to measure what the stop changes in the same run.
@@ -122,6 +124,20 @@ def decode_speed(tokens: int, wall: float, first_round: tuple[float, int] | None
     return (tokens - first_round[1]) / (wall - first_round[0])
 
 
+# Proposers whose sampled answer is its seed's champion-alone answer (their drafts are point masses).
+SEED_INVARIANT = {"none", "prompt_lookup", "auto"}
+
+
+def same_tokens(rows: list[dict], base: list[dict], sampled: bool, proposer: str) -> bool | str:
+    """Whether every run gave none's tokens: greedy, none's only answer; sampled, none's answer of the same
+    repeat (seed), for proposers that must reproduce it ("-" for the others)."""
+    if not sampled:
+        return all(r["tokens"] == base[0]["tokens"] for r in rows)
+    if proposer not in SEED_INVARIANT:
+        return "-"
+    return all(r["tokens"] == b["tokens"] for r, b in zip(rows, base, strict=True))
+
+
 def parse_arm(text: str) -> tuple[str, int, bool]:
     """ "neural:4" -> ("neural", 4, True); "neural:4:nostop" -> without the draft's entropy stop."""
     parts = text.split(":")
@@ -188,7 +204,7 @@ def main() -> None:
             speed = statistics.median(r["tok_s"] for r in rows)
             decode = statistics.median(r["decode_tok_s"] for r in rows)
             rate = f"{rows[0]['accepted']}/{rows[0]['proposed']}" if rows[0]["proposed"] else "-"
-            same = "-" if args.sampled else all(r["tokens"] == base[0]["tokens"] for r in rows)
+            same = same_tokens(rows, base, args.sampled, proposer)
             label = proposer if proposer == "none" else f"{proposer} k={k}{'' if stop else ' (no stop)'}"
             ratios.setdefault(label, []).append(speed / base_speed)
             decode_ratios.setdefault(label, []).append(decode / base_decode)
