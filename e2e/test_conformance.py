@@ -4,8 +4,10 @@ Synthetic model, every engine x proposer x k in {1, 4}: greedy tokens equal the 
 engine's (the champion's argmax path); seeded temperature-1 samples equal the native engine of the
 same champion backend (WGSL kernels for the WebGPU engines, champion.onnx for the CPU ones: same
 Philox draws, same acceptance), and so do seeded temperature-0.8, top-p-0.9 ones.
-Real model, Chromium and Firefox: greedy tokens of two prompts equal
-the native engine's for every proposer. Each WebGPU browser runs one matmul kernel family (PAGE_KERNELS:
+Real model, Chromium and Firefox: greedy tokens equal the native engine's for every proposer, on two
+prompts in Firefox and on the one that copies (lookup, neural and hybrid all draft there) in Chromium,
+whose SwiftShader adapter took 9.4 of the suite's 75 minutes for both (the split family is also checked
+natively on SmolLM2 in tests/test_gpu_champion.py). Each WebGPU browser runs one matmul kernel family (PAGE_KERNELS:
 Chromium split, Firefox columns) against the native engine running the same family, so both families are
 checked in a browser. Every comparison is written to test-results/ as JSON.
 """
@@ -29,6 +31,7 @@ REAL_PROMPTS = {
     "rewrite": "Repeat this sentence exactly: The quick brown fox jumps over the lazy dog near the river bank.",
     "question": "What is the capital of France?",
 }
+REAL_PROMPT_ENGINES = {"rewrite": {"chromium", "firefox"}, "question": {"firefox"}}  # see the docstring
 REAL_MAX_TOKENS = 12
 
 
@@ -131,6 +134,8 @@ def test_real_model_greedy_tokens_match_native_for_every_proposer(
         assert "WebGPU" in backend_text and f"kernels: {kernels}" in backend_text, backend_text
         rows = []
         for name, prompt in REAL_PROMPTS.items():
+            if engine not in REAL_PROMPT_ENGINES[name]:
+                continue
             for row in run_cases(app, real_package, "webgpu", cases, prompt, REAL_MAX_TOKENS, kernels):
                 rows.append({"prompt": name, **row})
         app.screenshot(str(artifacts / f"conformance-real-{engine}.png"))
@@ -139,6 +144,7 @@ def test_real_model_greedy_tokens_match_native_for_every_proposer(
             print(f"\n[conformance] {engine} self-test on SmolLM2: {checked.summary}")
             assert checked.passed, checked
     report(artifacts, "real", engine, backend_text, rows)
+    assert len(rows) == len(cases) * sum(engine in engines for engines in REAL_PROMPT_ENGINES.values()), rows
     for row in rows:
         case = f"{engine} {row['prompt']} {row['proposer']}"
         assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
