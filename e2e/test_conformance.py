@@ -144,7 +144,7 @@ def test_real_model_greedy_tokens_match_native_for_every_proposer(
             print(f"\n[conformance] {engine} self-test on SmolLM2: {checked.summary}")
             assert checked.passed, checked
     report(artifacts, "real", engine, backend_text, rows)
-    assert len(rows) == len(cases) * sum(engine in engines for engines in REAL_PROMPT_ENGINES.values()), rows
+    assert rows and len(rows) == len(cases) * sum(engine in engines for engines in REAL_PROMPT_ENGINES.values()), rows
     for row in rows:
         case = f"{engine} {row['prompt']} {row['proposer']}"
         assert row["page"] == row["native_webgpu"], f"{case}: greedy tokens differ from the native engine"
