@@ -35,6 +35,7 @@ from pyodide_app.costs import CostModel  # noqa: E402
 from pyodide_app.proposers.auto import LOOKUP_PRIOR, NEURAL_PRIOR, CostPolicy  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
+from scripts.draft_calibration import draft_rows  # noqa: E402
 
 NEEDS_DRAFT_ROWS = ("neural", "hybrid", "auto")
 
@@ -133,19 +134,9 @@ def replay_ms(answer: Answer, arm: str, costs: CostModel, policy_costs: CostMode
     return total
 
 
-def draft_rows(runtime, prompt, tokens) -> tuple[tuple[int, float], ...]:
-    """(argmax, entropy bits) of the draft predicting each answer token, teacher-forced."""
-    runtime.reset()
-    rows = []
-    for fed in (list(prompt), *([token] for token in tokens[:-1])):
-        step = runtime.step(fed, 0.0, 1.0)
-        rows.append((step.token, step.entropy_bits))
-    return tuple(rows)
-
-
-def load_answers(bench: dict, setting: str, model: Path, with_draft: bool) -> list[Answer]:
-    """One answer per prompt of the setting (the first repeat's champion-alone answer)."""
-    manifest = json.loads((model / "manifest.json").read_text())
+def load_answers(bench: dict, setting: str, model: Path, manifest: dict, with_draft: bool) -> list[Answer]:
+    """One answer per prompt of the setting (the first repeat's champion-alone answer), with the draft's
+    (argmax, entropy bits) predicting each of its tokens when with_draft."""
     tokenizer = Tokenizer.from_json((model / manifest["tokenizer"]).read_text())
     template = ChatTemplate.from_jinja((model / manifest["chat_template"]).read_text())
     runtime = None
@@ -153,13 +144,16 @@ def load_answers(bench: dict, setting: str, model: Path, with_draft: bool) -> li
         from pyodide_app.native.onnx_draft import OnnxDraftRuntime
 
         runtime = OnnxDraftRuntime(model / manifest["draft"]["onnx"], manifest["draft"])
+    vocab = tokenizer.vocab_size
     answers = []
     for record in bench["records"]:
         if record["arm"] != "none" or record["setting"] != setting or record["repeat"] != 0 or not record["tokens"]:
             continue
         prompt = tuple(tokenizer.encode(template.render(record["messages"])))
         tokens = tuple(record["tokens"])
-        rows = draft_rows(runtime, prompt, tokens) if runtime else ()
+        rows = ()
+        if runtime:
+            rows = tuple((token, entropy) for token, _, entropy in draft_rows(runtime, vocab, prompt, tokens, 0.0))
         answers.append(Answer(record["stratum"], prompt, tokens, rows))
     return answers
 
@@ -207,8 +201,8 @@ def main() -> None:
             draft_feed_ms=load.draft_feed_ms,
         )
     with_draft = any(arm.startswith(NEEDS_DRAFT_ROWS) for arm in arms)
-    answers = load_answers(bench, args.setting, args.model, with_draft)
     manifest = json.loads((args.model / "manifest.json").read_text())
+    answers = load_answers(bench, args.setting, args.model, manifest, with_draft)
     ratios: dict[str, dict[str, list[float]]] = {}
     for answer in answers:
         none = replay_ms(answer, "none", paid, load, {})
