@@ -1,10 +1,10 @@
 """The mutation suite: every named mutant of the exactness-critical code (mutants.py) must be caught.
 
-For each mutant: copy the code and tests to a temporary folder, apply the mutant, run the battery there
-with `pytest -x` in a fresh interpreter (so the mutated module is the one imported), and require a test
-failure (exit status 1; a crash or a collection error does not count as caught). A control run first
-requires the battery to pass on the unmutated copy. A summary line
-"mutants: N, caught: M" is printed; a surviving mutant fails this test.
+For each mutant: copy the code and tests to a temporary folder, apply the mutant, run its catcher there
+in a fresh interpreter (so the mutated module is the one imported), and require that test to fail (exit
+status 1 and a FAILED line naming it; a crash or a collection error does not count as caught). A control run
+first requires every catcher to pass on the unmutated copy, so a failure below is the mutant's doing and not
+the copy's. A summary line "mutants: N, caught: M" is printed; a surviving mutant fails this test.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import ROOT
-from .mutants import BATTERY, MUTANTS, Mutant, apply
+from .mutants import CATCHERS, MUTANTS, Mutant, apply
 
 COPIED = ("pyodide_app", "shaders", "tests", "build_tools", "conftest.py", "pyproject.toml")
 IGNORED = shutil.ignore_patterns("__pycache__", "drafts", "*.pyc")
@@ -42,8 +42,8 @@ def environment() -> dict:
     return env
 
 
-def run_battery(folder: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *BATTERY]
+def run_tests(folder: Path, node_ids) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *node_ids]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, env=environment(), timeout=1800)
 
 
@@ -65,14 +65,15 @@ def pristine(tmp_path_factory) -> Path:
     return folder
 
 
-def test_the_battery_passes_on_the_unmutated_copy(pristine, tmp_path):
-    """The control: without a mutant the battery passes on the copy, so a failure below is the mutant's doing
-    and not the copy's (a missing file or package would otherwise 'catch' every mutant)."""
+def test_every_catcher_passes_on_the_unmutated_copy(pristine, tmp_path):
+    """The control: without a mutant every catcher passes on the copy, so a failure below is the mutant's
+    doing and not the copy's (a missing file or package would otherwise 'catch' every mutant)."""
     folder = tmp_path / "tree"
     shutil.copytree(pristine, folder, symlinks=True)
-    result = run_battery(folder)
-    assert result.returncode == 0, (
-        f"the battery fails without a mutant:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+    result = run_tests(folder, CATCHERS)
+    summary = result.stdout.splitlines()[-1] if result.stdout else ""
+    assert result.returncode == 0 and summary.startswith(f"{len(CATCHERS)} passed"), (
+        f"the catchers fail without a mutant:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
     )
 
 
@@ -88,8 +89,8 @@ def test_mutant_is_caught(pristine, tmp_path, mutant: Mutant):
     target = folder / mutant.path
     target.write_text(apply(mutant, target.read_text()))
     started = time.perf_counter()
-    result = run_battery(folder)
-    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    result = run_tests(folder, [mutant.caught_by])
+    failed = [line for line in result.stdout.splitlines() if line.startswith(f"FAILED {mutant.caught_by}")]
     verdict = "caught" if result.returncode == 1 and failed else "SURVIVED"
     RESULTS[mutant.name] = verdict
     print(
@@ -99,6 +100,6 @@ def test_mutant_is_caught(pristine, tmp_path, mutant: Mutant):
     caught = sum(v == "caught" for v in RESULTS.values())
     print(f"[mutants] mutants: {len(RESULTS)}, caught: {caught}")
     assert result.returncode == 1 and failed, (
-        f"mutant {mutant.name} ({mutant.bug}) survived the battery: exit "
+        f"mutant {mutant.name} ({mutant.bug}) survived its catcher {mutant.caught_by}: exit "
         f"{result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
     )
