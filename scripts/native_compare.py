@@ -113,6 +113,7 @@ def run_arm(
         "proposed": stats["proposed"],
         "accepted": stats["accepted"],
         "auto": (stats.get("auto") or {}).get("chose"),
+        "auto_costs": (stats.get("auto") or {}).get("costs"),  # the live costs auto chose from, for diagnosis
     }
 
 
