@@ -103,6 +103,7 @@ def run_arm(
     if done["error"]:
         raise SystemExit(f"{proposer}: {done['error']}")
     stats = done["speculative"]
+    auto = stats.get("auto") or {}  # what auto chose, and the live costs it chose from (auto arms only)
     return {
         "tokens": done["tokens"],
         "prompt_tokens": done["usage"]["prompt_tokens"],
@@ -112,8 +113,8 @@ def run_arm(
         "per_call": stats["tokens_per_champion_call"],
         "proposed": stats["proposed"],
         "accepted": stats["accepted"],
-        "auto": (stats.get("auto") or {}).get("chose"),
-        "auto_costs": (stats.get("auto") or {}).get("costs"),  # the live costs auto chose from, for diagnosis
+        "auto": auto.get("chose"),
+        "auto_costs": auto.get("costs"),
     }
 
 
