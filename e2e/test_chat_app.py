@@ -54,7 +54,7 @@ def expected_continuation(synth_package, engine: str, prompt: str, cut_seed: int
     cut = native_done(
         synth_package, backend, prompt=prompt, proposer="prompt_lookup", k=4, temperature=1, seed=cut_seed, max_tokens=8
     )
-    request["messages"].append({"role": "assistant", "content": cut["text"]})
+    request["messages"].append({"role": "assistant", "content": cut["text"], "tokens": cut["tokens"]})
     done = list(native_engine(synth_package, backend).chat({**request, "seed": seed, "continue_final_message": True}))
     return done[-1]["tokens"]
 

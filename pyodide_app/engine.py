@@ -2,12 +2,15 @@
 
     engine.chat({"messages": [...], "max_tokens": 256, "temperature": 0.7, "top_p": 1.0, "top_k": 0,
                  "repetition_penalty": 1.0, "stop": [...], "seed": None (a fresh random seed),
-                 "continue_final_message": False (True: the last message is an assistant answer to carry on),
+                 "continue_final_message": False (True: the last message is an assistant answer to carry on;
+                                                  its optional "tokens", the ids the model wrote, are then
+                                                  extended exactly instead of re-tokenising its text),
                  "speculative": {"proposer": "none" | "prompt_lookup" | "neural" | "hybrid" | "auto", "k": 4,
                                  "adaptive": False}})
     -> {"type": "delta", "tokens": [...], "text": "..."} ...  (text never splits a UTF-8 character and
        never shows a possible start of a stop string early)
     -> {"type": "done", "finish_reason": "stop" | "length" | "cancelled" | "error", "text", "tokens",
+        "answer_text" (the whole assistant message: a continued one's content and "text" joined),
         "usage": {...}, "seed": the seed used, "speculative": {...}, "receipt": {...},
         "error": {"code", "message"} | None}
 
@@ -137,18 +140,29 @@ def _number(data: dict, key: str, default: float):
     return value
 
 
-class TextStream:
-    """Token ids -> text deltas: whole UTF-8 characters, special tokens hidden, stop strings held back."""
+def shown_text(tokenizer: Tokenizer, tokens: Sequence[int]) -> str:
+    """The text an answer of these tokens shows (special tokens hidden, broken UTF-8 as U+FFFD)."""
+    return tokenizer.decode(t for t in tokens if tokenizer.tokens[t] not in tokenizer.special)
 
-    def __init__(self, tokenizer: Tokenizer, stop: Sequence[str]):
+
+class TextStream:
+    """Token ids -> text deltas: whole UTF-8 characters, special tokens hidden, stop strings held back.
+    carried: the tokens of the answer being continued; a character they cut in half is completed by the
+    first delta, and `carried_text` is their text up to that character (answer = carried_text + text)."""
+
+    def __init__(self, tokenizer: Tokenizer, stop: Sequence[str], carried: Sequence[int] = ()):
         self.tokenizer = tokenizer
         self.decoder = StreamDecoder(tokenizer)
         self.stop = tuple(s for s in stop if s)
+        self.carried_text = self.decoder.feed(self._visible(carried))
         self.text = ""  # everything decoded so far
         self.shown = 0  # characters already emitted
 
+    def _visible(self, tokens: Sequence[int]) -> list[int]:
+        return [t for t in tokens if self.tokenizer.tokens[t] not in self.tokenizer.special]
+
     def feed(self, tokens: Sequence[int]) -> str:
-        self.text += self.decoder.feed(t for t in tokens if self.tokenizer.tokens[t] not in self.tokenizer.special)
+        self.text += self.decoder.feed(self._visible(tokens))
         visible = len(self.text) - self._held_back()
         delta = self.text[self.shown : visible]
         self.shown = max(self.shown, visible)
@@ -244,11 +258,31 @@ class Engine:
         return report
 
     def encode_prompt(self, messages: Sequence[dict], continue_final: bool = False) -> list[int]:
-        """Token ids of the rendered conversation (continue_final: see ChatTemplate.render)."""
+        """Token ids of the rendered conversation (continue_final: see ChatTemplate.render). A continued
+        answer that carries its `tokens` (the ids the model wrote) goes on from exactly those ids: its text
+        need not tokenise back to them (a character cut in half decodes to U+FFFD, which encodes otherwise)."""
         try:
-            return self.tokenizer.encode(self.template.render(messages, continue_final=continue_final))
+            text = self.template.render(messages, continue_final=continue_final)
+            if continue_final and "tokens" in messages[-1]:
+                opened = [*messages[:-1], {"role": "assistant", "content": ""}]
+                head = self.tokenizer.encode(self.template.render(opened, continue_final=True))
+                return head + self.carried_tokens(messages[-1])
         except TemplateError as error:
             raise InvalidSettings(str(error)) from None
+        return self.tokenizer.encode(text)
+
+    def carried_tokens(self, message: dict) -> list[int]:
+        """The continued message's `tokens`, checked: valid ids that spell its content as answers show it."""
+        tokens = message["tokens"]
+        vocab = self.tokenizer.vocab_size
+        if not isinstance(tokens, list) or not all(type(t) is int and 0 <= t < vocab for t in tokens):
+            raise InvalidSettings(f"the continued message's tokens must be a list of token ids in [0, {vocab})")
+        if shown_text(self.tokenizer, tokens) != message["content"]:
+            raise InvalidSettings(
+                "the continued message's tokens do not spell its content: send the tokens the model wrote for "
+                "that answer, or leave them out to continue from the text"
+            )
+        return list(tokens)
 
     def fit_conversation(self, messages: Sequence[dict], room: int) -> dict:
         """How much of a chat fits the context with `room` tokens left for the answer: drops the oldest
@@ -354,7 +388,9 @@ class Engine:
         return self._stream(request, prompt, events, proposer)
 
     def _stream(self, request: ChatRequest, prompt: list[int], events, proposer) -> Iterator[dict | Wait]:
-        text = TextStream(self.tokenizer, request.stop)
+        final = request.messages[-1] if request.continue_final else {"content": ""}  # the answer written on
+        text = TextStream(self.tokenizer, request.stop, final.get("tokens", ()))  # tokens checked by encode_prompt
+        start = text.carried_text if "tokens" in final else final["content"]
         tokens: list[int] = []
         for event in events:
             if isinstance(event, Wait):
@@ -369,11 +405,13 @@ class Engine:
                 tail = text.finish()
                 if tail:
                     yield {"type": "delta", "tokens": [], "text": tail}
-                yield self._done(request, prompt, tokens, text.text, event, proposer)
+                yield self._done(request, prompt, tokens, (start, text.text), event, proposer)
 
     def _done(
-        self, request: ChatRequest, prompt: list[int], tokens: list[int], text: str, end: Finished, proposer
+        self, request: ChatRequest, prompt: list[int], tokens: list[int], text: tuple[str, str], end: Finished, proposer
     ) -> dict:
+        """text: (the start of the answer this request wrote on, what it wrote)."""
+        start, written = text
         stats = end.stats
         error = None
         if end.reason == "error":
@@ -382,7 +420,8 @@ class Engine:
         return {
             "type": "done",
             "finish_reason": end.reason,
-            "text": text,
+            "text": written,
+            "answer_text": start + written,  # the whole assistant message as it now reads
             "tokens": tokens,
             "usage": {
                 "prompt_tokens": len(prompt),

@@ -744,6 +744,54 @@ def test_continue_carries_an_answer_on_where_the_token_limit_cut_it(real_package
     assert cut["text"] + rest["text"] == whole["text"]
 
 
+def carry_on(engine, question: str, cut: dict, **settings) -> dict:
+    """The done event of continuing `cut` (an answer to `question`) from its token ids."""
+    answer = {"role": "assistant", "content": cut["text"], "tokens": cut["tokens"]}
+    request = {"messages": [{"role": "user", "content": question}, answer], "continue_final_message": True}
+    return list(engine.chat({**request, **settings}))[-1]
+
+
+@pytest.mark.parametrize("proposer", ["none", "prompt_lookup"])
+def test_continue_from_the_answers_tokens_extends_exactly_what_the_model_wrote(synth_engine, proposer):
+    """The synthetic model's byte tokens seldom form whole UTF-8 characters: this answer's cut text decodes
+    with U+FFFD, which tokenises to other ids (checked), and the cut splits a character (the texts of the two
+    halves, joined, are not the whole answer's text: checked). Given the ids, greedy continuation is the longer
+    answer token for token, and answer_text the longer answer's text. Fails when the engine re-tokenises the
+    text despite the ids, or joins the texts as they were shown."""
+    question, settings = "hello there", {"temperature": 0, "speculative": {"proposer": proposer, "k": 4}}
+    whole = chat(synth_engine, question, proposer, max_tokens=16, temperature=0)
+    cut = chat(synth_engine, question, proposer, max_tokens=8, temperature=0)
+    assert cut["finish_reason"] == "length" and cut["tokens"] == whole["tokens"][:8]
+    user = [{"role": "user", "content": question}]
+    as_text = synth_engine.encode_prompt([*user, {"role": "assistant", "content": cut["text"]}], continue_final=True)
+    assert as_text != synth_engine.encode_prompt(user) + cut["tokens"], "this cut text must not round-trip"
+    rest = carry_on(synth_engine, question, cut, max_tokens=8, **settings)
+    assert rest["usage"]["prompt_tokens"] == len(synth_engine.encode_prompt(user)) + 8
+    assert rest["tokens"] == whole["tokens"][8:]
+    assert cut["text"] + rest["text"] != whole["text"], "this cut must split a character"
+    assert rest["answer_text"] == whole["text"] == whole["answer_text"]
+    longer = chat(synth_engine, question, proposer, max_tokens=20, temperature=0)
+    twice = {"text": rest["answer_text"], "tokens": whole["tokens"]}  # a continued answer, continued again
+    assert carry_on(synth_engine, question, twice, max_tokens=4, **settings)["tokens"] == longer["tokens"][16:]
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda cut: {**cut, "tokens": cut["tokens"][:-1]}, "do not spell its content"),
+        (lambda cut: {**cut, "text": cut["text"] + "!"}, "do not spell its content"),
+        (lambda cut: {**cut, "tokens": [*cut["tokens"][:-1], 10**6]}, "token ids in"),
+        (lambda cut: {**cut, "tokens": [True] * len(cut["tokens"])}, "token ids in"),
+        (lambda cut: {**cut, "tokens": "1 2 3"}, "token ids in"),
+    ],
+)
+def test_continued_tokens_that_are_invalid_or_do_not_spell_the_content_are_refused(synth_engine, change, words):
+    """Never a silent wrong answer: ids that are not the content's would continue another answer than shown."""
+    cut = chat(synth_engine, "hello there", max_tokens=8, temperature=0)
+    with pytest.raises(InvalidSettings, match=words):
+        carry_on(synth_engine, "hello there", change(cut), max_tokens=4)
+
+
 @pytest.mark.parametrize(
     "messages, flag", [([{"role": "user", "content": "hi"}], True), ([{"role": "assistant", "content": "hi"}], "yes")]
 )

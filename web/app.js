@@ -244,7 +244,8 @@ function technicalLine(message) {
 }
 
 // ---- answering -------------------------------------------------------------------------------------------
-// Streams one answer into `element` (appending to `prefix` text and tokens when continuing); resolves to the
+// Streams one answer into `element` (appending to `prefix` text and tokens when continuing; a prefix saved without
+// its tokens keeps none, since the new ones alone would not spell the text); resolves to the
 // stored message, or null when the engine refused the request (then `refused` has its words).
 async function stream(request, element, prefix = { content: "", tokens: [] }) {
   const body = element.querySelector(".content");
@@ -275,7 +276,7 @@ async function stream(request, element, prefix = { content: "", tokens: [] }) {
     prompt_tokens: done.usage.prompt_tokens,
   };
   const error = done.error ? `${done.error.message} (${done.error.code})` : null;
-  return { message: { role: "assistant", content: prefix.content + done.text, tokens: [...prefix.tokens, ...done.tokens],
+  return { message: { role: "assistant", content: done.answer_text, tokens: prefix.tokens ? [...prefix.tokens, ...done.tokens] : [],
     finish: done.finish_reason, seed: done.seed, stats, ...(error ? { error } : {}) } };
 }
 
@@ -363,6 +364,13 @@ async function regenerate() {
   await answer(buildRequest(settings, withoutOldest(messages, fitted.dropped), { seed: null }), fitted.dropped);
 }
 
+// The model messages with the last one's token ids, when the page has them (answers saved by older versions do
+// not): the engine then extends exactly the ids the model wrote, which its text need not tokenise back to.
+function withTokens(messages, last) {
+  if (!last.tokens?.length) return messages;
+  return [...messages.slice(0, -1), { ...messages.at(-1), tokens: last.tokens }];
+}
+
 // Carries the last answer on after a length stop: the model reads it back open and writes on.
 async function continueAnswer() {
   if (busy) return;
@@ -371,7 +379,7 @@ async function continueAnswer() {
   const index = conversation.messages.length - 1;
   const last = conversation.messages[index];
   const settings = loadSettings();
-  const request = { ...buildRequest(settings, modelMessages()), continue_final_message: true };
+  const request = { ...buildRequest(settings, withTokens(modelMessages(), last)), continue_final_message: true };
   setBusy(true);
   const element = $("log").querySelectorAll(".message")[index];
   element.removeAttribute("data-finish");

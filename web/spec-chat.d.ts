@@ -7,6 +7,10 @@ export type FinishReason = "stop" | "length";
 export interface Message {
   role: Role;
   content: string;
+  /** Read only on the last message with `continue_final_message`: the ids the model wrote for it
+   * (`speculative.tokens` of the answers it is made of), so the model extends exactly them. They must spell
+   * `content` (`speculative.answer_text`), else the request is refused. */
+  tokens?: number[];
 }
 
 export interface Progress {
@@ -66,6 +70,9 @@ export interface SpeculativeResult {
   auto: object | null;
   /** The answer's exact token ids. */
   tokens: number[];
+  /** The whole assistant message as it now reads: after a continued message's content, a character the cut
+   * split made whole. */
+  answer_text: string;
   time_s: { draft: number; verify: number; sync: number; other: number; total: number };
   receipt: object;
 }

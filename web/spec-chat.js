@@ -52,6 +52,8 @@ function checkParams(p) {
 // The engine request (docs/ENGINE.md) for OpenAI-style params; fields not given keep the engine's defaults.
 function engineRequest(p) {
   const request = { messages: p.messages.map(({ role, content }) => ({ role, content })) };
+  const last = p.messages.at(-1);
+  if (p.continue_final_message && last.tokens !== undefined) request.messages.at(-1).tokens = last.tokens;
   for (const key of ["max_tokens", "temperature", "top_p", "top_k", "repetition_penalty", "seed", "stop"]) {
     if (p[key] !== undefined && p[key] !== null) request[key] = p[key];
   }
@@ -68,7 +70,7 @@ function extras(done) {
   const s = done.speculative;
   return { proposer: s.proposer, k: s.k, accepted: s.accepted, proposed: s.proposed, acceptance_rate: s.acceptance_rate,
     tokens_per_champion_call: s.tokens_per_champion_call, tokens_per_second: s.tokens_per_second, seed: done.seed,
-    fallback_code: s.fallback_code, auto: s.auto ?? null, tokens: done.tokens, time_s: s.time_s, receipt: done.receipt };
+    fallback_code: s.fallback_code, auto: s.auto ?? null, tokens: done.tokens, answer_text: done.answer_text, time_s: s.time_s, receipt: done.receipt };
 }
 
 class Engine {
