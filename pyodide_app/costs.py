@@ -34,8 +34,8 @@ feed per token on a catch-up of that length. The
 measurement runs as Steps (waits.py), so the browser's asynchronous CPU champion and draft runtime can be timed
 too. KV caches are forgotten after.
 
-LiveCosts refines a measurement from published rounds' timings (greedy auto requests: their tokens do not
-depend on the choices, so choices may follow the clock).
+LiveCosts refines a measurement from published rounds' timings, row_ms included (every auto request: its tokens do
+not depend on the choices, so choices may follow the clock).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ KEY_STEP = 2**0.5  # the lengths key_ms is measured at: LONG_CONTEXT * KEY_STEP*
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
 LIVE_MAX_AGE = 64  # rounds (of every row count): an older timing no longer describes the machine and is dropped
+ROW_MIN_ROUNDS = 4  # rounds of one T reading one number of rows before their median enters the live row_ms
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class RoundTiming:
 
 
 class LiveCosts:
-    """A measured CostModel refined from published rounds' timings (greedy auto requests, see engine.py).
+    """A measured CostModel refined from published rounds' timings (auto requests, see engine.py).
 
     Each round's verify time, less the row processing and context terms the model adds back
     (row_ms, and key_ms's context_ms), is a sample of V(T) at its row count T. A row count with LIVE_MIN_ROUNDS samples
@@ -150,13 +151,20 @@ class LiveCosts:
     is no longer chosen is otherwise never timed again, so a slow minute's samples priced it for good (a
     2026-12-04 page bench: 2-row rounds timed at 87 ms in a busy minute held V(2) at 82 ms for the rest of
     the run, where V(1) came back to 45, and auto never drafted on the short chats where neural k = 2 ran 1.22x);
-    dropped, the row count falls back to its measurement at the recent pace, and gets tried again."""
+    dropped, the row count falls back to its measurement at the recent pace, and gets tried again.
+
+    row_ms itself is learned too (policy 20, live_row_ms): rounds of one T that read different numbers of rows
+    differ by those rows' processing. The load measures it from one difference of two timings per sweep, and a
+    2026-12-07 WebGPU load measured 21.4 ms where a read row costs ~0 there: every accepted draft was priced
+    21 ms dearer, and subtracted from accepted rounds it put the live V(2) at 41.6 ms below V(1)'s 53.4."""
 
     def __init__(self, measured: CostModel):
         self.measured = measured
         self.clock = 0  # rounds recorded (long-context ones included): the age of a sample
-        self.verify: dict[int, deque[tuple[int, float]]] = {}  # T -> recent (clock, V(T) sample ms)
-        self.pace: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, sample / measured V(T))
+        # T -> recent (clock, (rows read, verify ms less context_ms))): V(T) samples once row_ms is taken off
+        self.verify: dict[int, deque[tuple[int, tuple[int, float]]]] = {}
+        self.by_read: dict[tuple[int, int], deque[tuple[int, float]]] = {}  # (T, read) -> recent (clock, ms)
+        self.pace: deque[tuple[int, tuple[int, int, float]]] = deque(maxlen=LIVE_WINDOW)  # (clock, (T, read, ms))
         self.draft: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, ms per draft step)
 
     def record(self, timing: RoundTiming, key_ms: Sequence[float] = ()) -> None:
@@ -169,26 +177,41 @@ class LiveCosts:
             return
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
-        extra = (timing.read - 1) * m.row_ms + context_ms(key_ms, timing.rows, timing.context)
-        sample = max(0.0, timing.verify_ms - extra)
-        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, sample))
-        self.pace.append((self.clock, sample / m.verify_ms[rows - 1]))
+        ms = max(0.0, timing.verify_ms - context_ms(key_ms, timing.rows, timing.context))
+        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, (timing.read, ms)))
+        self.by_read.setdefault((rows, timing.read), deque(maxlen=LIVE_WINDOW)).append((self.clock, ms))
+        self.pace.append((self.clock, (rows, timing.read, ms)))
         if timing.draft_steps and m.draft_step_ms is not None:
             self.draft.append((self.clock, timing.draft_ms / timing.draft_steps))
 
-    def recent(self, samples) -> list[float]:
+    def recent(self, samples) -> list:
         """The values of (clock, value) samples at most LIVE_MAX_AGE rounds old."""
         return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
+
+    def row_ms(self) -> float:
+        """What reading one more row costs, from live rounds: for each T, the rises between the median verify
+        times of rounds that read successive row counts with ROW_MIN_ROUNDS each, per row read; the median
+        over every such rise (at least 0). The measurement until some T has two such groups."""
+        rises = []
+        for rows in self.verify:
+            groups = []  # (rows read, median ms) with enough recent rounds
+            for read in range(1, rows + 1):
+                samples = self.recent(self.by_read.get((rows, read), ()))
+                if len(samples) >= ROW_MIN_ROUNDS:
+                    groups.append((read, median(samples)))
+            rises += [(b_ms - a_ms) / (b - a) for (a, a_ms), (b, b_ms) in zip(groups, groups[1:])]
+        return max(0.0, median(rises)) if rises else self.measured.row_ms
 
     def model(self, key_ms: Sequence[float] = (), key_length: int = 0, **draft_context: float) -> CostModel:
         """The refined CostModel (the measurement itself before any round), pricing context by key_ms (measured
         at key_length tokens); draft_context: draft_key_ms, draft_feed_ms (else the measurement's)."""
         m = self.measured
-        paces = self.recent(self.pace)
+        row_ms = self.row_ms()
+        paces = [(ms - (read - 1) * row_ms) / m.verify_ms[rows - 1] for rows, read, ms in self.recent(self.pace)]
         pace = min(1.0, median(paces)) if paces else 1.0
         verify, floor = [], 0.0  # floor: the dearest fewer rows seen live (more rows never cost less)
         for rows, measured in enumerate(m.verify_ms, start=1):
-            samples = self.recent(self.verify.get(rows, ()))
+            samples = [max(0.0, ms - (read - 1) * row_ms) for read, ms in self.recent(self.verify.get(rows, ()))]
             if len(samples) >= LIVE_MIN_ROUNDS:
                 verify.append(median(samples))
                 floor = max(floor, verify[-1])
@@ -197,7 +220,7 @@ class LiveCosts:
         steps = self.recent(self.draft)
         draft = median(steps) if len(steps) >= LIVE_MIN_ROUNDS else m.draft_step_ms
         context = {"key_ms": tuple(key_ms), "key_length": key_length, **draft_context}
-        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, **context)
+        return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, row_ms=row_ms, **context)
 
     def rounds(self) -> int:
         """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""

@@ -18,6 +18,7 @@ from pyodide_app.costs import (
     LIVE_MAX_AGE,
     LIVE_MIN_ROUNDS,
     LIVE_WINDOW,
+    ROW_MIN_ROUNDS,
     LONG_CONTEXT,
     LiveCosts,
     RoundTiming,
@@ -335,6 +336,29 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     for _ in range(3):
         live.record(timed(3, 100.0, steps=2, draft_ms=9.0))
     assert live.model().draft_step_ms == 4.5 and live.model(key_ms=[0.02]).key_ms == (0.02,)
+
+
+def test_row_ms_is_learned_from_rounds_of_one_row_count_that_read_different_numbers_of_rows():
+    """Policy 20: a 2026-12-07 WebGPU load measured row_ms 21.4 ms where a read row costs ~0 there; taken off
+    every accepted 2-row round it put the live V(2) below V(1). Once rounds of one T reading r and r' rows
+    have ROW_MIN_ROUNDS each, row_ms is the rise of their medians per row, and V(T) the median of all of them
+    less their rows' share; before, the measurement. A row dearer than measured (the CPU path's sampled
+    softmax) is learned too, from reads that are not adjacent (1 and 3 of 3 rows)."""
+    noisy = LiveCosts(fixed_costs([53.0, 55.0, 57.0], 3.0, row_ms=21.4))
+    for read in (1, 2) * (ROW_MIN_ROUNDS - 1):
+        noisy.record(timed(2, 53.4, read=read))
+    assert noisy.model().row_ms == 21.4 and noisy.model().verify(2) == pytest.approx((53.4 + 32.0) / 2)
+    for read in (1, 2):
+        noisy.record(timed(2, 53.4, read=read))
+    assert noisy.model().row_ms == 0.0 and noisy.model().verify(2) == 53.4
+    dearer = LiveCosts(fixed_costs([60.0, 62.0, 64.0], 3.0, row_ms=5.0))
+    for _ in range(ROW_MIN_ROUNDS):
+        for timing in (timed(2, 62.0), timed(2, 87.0, read=2), timed(3, 64.0), timed(3, 114.0, read=3)):
+            dearer.record(timing)
+    assert dearer.model().row_ms == 25.0 and dearer.model().verify_ms == (60.0, 62.0, 64.0)
+    for _ in range(LIVE_MAX_AGE):  # the reads age out with the rounds: back to the measurement
+        dearer.record(timed(1, 60.0))
+    assert dearer.model().row_ms == 5.0
 
 
 def test_a_live_timing_expires_so_a_row_count_priced_in_a_slow_minute_gets_tried_again():

@@ -72,7 +72,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 19
+AUTO_POLICY_VERSION = 20
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
