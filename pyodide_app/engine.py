@@ -140,11 +140,6 @@ def _number(data: dict, key: str, default: float):
     return value
 
 
-def shown_text(tokenizer: Tokenizer, tokens: Sequence[int]) -> str:
-    """The text an answer of these tokens shows (special tokens hidden, broken UTF-8 as U+FFFD)."""
-    return tokenizer.decode(t for t in tokens if tokenizer.tokens[t] not in tokenizer.special)
-
-
 class TextStream:
     """Token ids -> text deltas: whole UTF-8 characters, special tokens hidden, stop strings held back.
     carried: the tokens of the answer being continued; a character they cut in half is completed by the
@@ -190,6 +185,14 @@ class TextStream:
                     held = max(held, size)
                     break
         return held
+
+
+def shown_text(tokenizer: Tokenizer, tokens: Sequence[int]) -> str:
+    """The text an answer of these tokens shows: TextStream's (special tokens hidden, broken UTF-8 as U+FFFD)."""
+    stream = TextStream(tokenizer, ())
+    stream.feed(tokens)
+    stream.finish()
+    return stream.text
 
 
 class Engine:
