@@ -38,6 +38,7 @@ from pyodide_app.proposers.auto import (
     PRIOR_WEIGHT,
     AutoProposer,
     Choice,
+    CopyLedger,
     CostPolicy,
     LookupLift,
     PositionStats,
@@ -45,7 +46,7 @@ from pyodide_app.proposers.auto import (
 )
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
 from pyodide_app.proposers.neural import NeuralProposer
-from pyodide_app.proposers.prompt_lookup import point_masses
+from pyodide_app.proposers.prompt_lookup import PromptLookup, point_masses
 from pyodide_app.transaction import RequestState, RoundCommit
 from pyodide_app.waits import finish
 
@@ -104,6 +105,51 @@ def test_copies_that_pass_lift_every_match_lengths_prior():
     later = good.learned()  # the lift goes on with the conversation, as a copy
     later.lift.tested += 1
     assert good.lift.tested == 24 and CostPolicy(costs, earlier=later).lift.tested == 25
+
+
+def test_the_copy_ledger_scores_what_lookup_would_have_drafted_where_it_did_not():
+    """Each answer position opens the round lookup would have drafted there; it is reported, once, as soon as
+    the answer shows its first mismatch or all its tokens (a copied token passes exactly when it is the
+    answer's token). A position where lookup did draft is counted by its real round, not again. Fails with
+    the mismatch search off by one, with positions inside a round's emitted tokens skipped, or with drafted
+    rounds counted twice."""
+    matcher = PromptLookup(n_max=6, n_min=1)
+    ledger = CopyLedger(matcher)
+    prompt = [7, 8, 9, 4, 7]  # ends in a 1-token match of 7, continued by 8, 9, 4, 7
+    assert ledger.settle(prompt, 4, matcher.match(prompt, 4)) == []  # prompt positions are not scored
+    answer = prompt + [8, 9, 5]  # one round emitted all three: positions 5, 6, 7 are scored
+    decided = ledger.settle(answer, 4, matcher.match(answer, 4))
+    assert decided == [(1, 4, 2), (2, 4, 1), (3, 4, 0)]  # 7 -> 8 9 pass; 7 8 -> 9 passes, 4 fails; 7 8 9 -> 4 fails
+    assert ledger.open == [] and ledger.settle(answer, 4, None) == []  # answer ends in 5: no match, no round
+    drafted = CopyLedger(matcher)
+    drafted.settle(prompt, 4, matcher.match(prompt, 4))
+    drafted.drafted()  # lookup drafted at position 5: its own round counts it
+    assert drafted.settle(answer, 4, None) == [(2, 4, 1), (3, 4, 0)]
+    copying = CopyLedger(matcher)
+    copying.settle(prompt, 2, matcher.match(prompt, 2))
+    assert copying.settle(prompt + [8], 2, matcher.match(prompt + [8], 2)) == []  # 8 passed; 9 not seen yet
+    assert copying.settle(prompt + [8, 9], 2, None) == [(1, 2, 2)]  # both of its two tokens passed
+
+
+def test_auto_learns_copying_from_rounds_that_did_not_draft_it():
+    """An answer that copies its prompt, with rows priced so that no match length's prior pays (a 6-token
+    match's 0.95 needs 0.97) and no probes: before version 21 auto learned lookup only from lookup rounds,
+    so it chose none on every round. The CopyLedger scores what lookup would have drafted at each position
+    none emitted, and once those copies passed, auto drafts them. (Seen failing with the ledger's outcomes
+    left out of the counts: none on all 40 rounds.)"""
+    costs = fixed_costs([10.0 + 9.7 * t for t in range(9)], None)
+    policy, matcher = CostPolicy(costs, probe_tolerance=0.0), PromptLookup(n_max=6, n_min=1)
+    source = list(range(10, 50))
+    context, choices = source + [source[0]], []
+    while len(context) < 2 * len(source):
+        match = matcher.match(context, 8)
+        choice = policy.choose(context, 8, match, False)
+        emitted = 1 + (choice.k if choice.source == "prompt_lookup" else 0)  # every copied token passes
+        policy.observe(choice, choice.k, emitted - 1)
+        context += source[len(context) - len(source) : len(context) - len(source) + emitted]
+        choices.append(choice.source)
+    assert choices[:6] == ["none"] * 6 and "prompt_lookup" in choices
+    assert policy.lookup_stats(6).reached[0] >= 3 and policy.lookup_stats(6).accepted[0] >= 3
 
 
 def test_a_sampled_round_pays_for_every_row_it_reads():

@@ -20,6 +20,8 @@ emitted tokens per millisecond:
     lookup's prior_j(n): LOOKUP_PRIOR's, its odds times L    L: LookupLift.odds, how much likelier this
                                                              conversation's copies (all n) passed than
                                                              their priors said (version 11)
+    lookup's counts include the rounds it would have played   CopyLedger (version 21): a copied token passes
+    where it did not draft                                   exactly when it is the champion's own sample
 
 V(T) (verify time of T rows, with a rejection and, when sampling, its correction sample), r (processing one more row),
 key(T) (a T-row call's cost per context token beyond the 64 V was timed after, measured per T since version 16 at
@@ -72,7 +74,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 20
+AUTO_POLICY_VERSION = 21
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -209,6 +211,57 @@ class LookupLift:
         return seen / expected
 
 
+class CopyLedger:
+    """Prompt lookup's rounds as they would have gone at every answer position where it did not draft: rounds
+    auto gave to none or the neural draft, and each token a round emitted after its first (version 21).
+
+    A copied token is a point mass, which the verifier accepts exactly when it is the champion's own sample
+    (greedy: its argmax; sampled: the coupled rule), and auto's choices never change those samples. So the
+    match found at position p, compared with the answer's tokens from p on, is the outcome a lookup round
+    there would have had: accepted = its leading tokens equal to the answer's. settle() reports each such
+    round once the answer has shown its mismatch or all its tokens. It reads the published context only.
+    (Before, auto learned copying only from rounds that bet on it, from priors that expect short matches to
+    fail: a 32-token grammar fix, which copies its prompt, ran 0.82x lookup k = 4 in the page, bench-p20.)"""
+
+    def __init__(self, matcher: PromptLookup):
+        self.matcher = matcher
+        self.next: int | None = None  # the first context length not yet opened
+        self.open: list[tuple[int, int, tuple[int, ...]]] = []  # (position p, match length n, continuation)
+
+    def settle(
+        self, context: Sequence[int], k_cap: int, current: tuple[int, tuple[int, ...]] | None
+    ) -> list[tuple[int, int, int]]:
+        """Open a round at every position emitted since the last call (`current`: the match at the context's
+        end, as the caller found it), and return (n, proposed, accepted) for each open round now decided."""
+        length = len(context)
+        if self.next is None:
+            self.next = length  # the answer starts here: prompt positions are not scored
+        for position in range(self.next, length):
+            self.opened(position, self.matcher.match(context[:position], k_cap))
+        decided, still_open = [], []
+        for position, n, tokens in self.open:
+            seen = min(len(tokens), length - position)
+            passed = next((j for j in range(seen) if tokens[j] != context[position + j]), seen)
+            if passed < seen or seen == len(tokens):
+                decided.append((n, len(tokens), passed))
+            else:
+                still_open.append((position, n, tokens))
+        self.open = still_open
+        if length >= self.next:  # a context already opened (a caller asking twice) is not opened again
+            self.opened(length, current)
+            self.next = length + 1
+        return decided
+
+    def opened(self, position: int, match: tuple[int, tuple[int, ...]] | None) -> None:
+        if match is not None and match[1]:
+            self.open.append((position, match[0], tuple(match[1])))
+
+    def drafted(self) -> None:
+        """The round at the last opened position drafted a lookup proposal: it is counted as played."""
+        if self.open and self.open[-1][0] == self.next - 1:
+            self.open.pop()
+
+
 @dataclass(frozen=True)
 class Learned:
     """What a CostPolicy counted over one or more answers of a conversation (Engine keeps it between turns)."""
@@ -258,12 +311,15 @@ class CostPolicy:
         else:
             start = self.earlier.copy()
         self.lookup, self.neural, self.rounds, self.lift = start.lookup, start.neural, start.rounds, start.lift
+        self.copies = CopyLedger(PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1))  # this request's answer only
 
     def learned(self) -> Learned:
         """The counts so far (earlier answers' included), for the conversation's next answer."""
         return Learned(self.lookup, self.neural, self.rounds, self.lift).copy()
 
     def choose(self, context, k_cap, lookup, neural_available, neural_pending: int = 1) -> Choice:
+        for n, proposed, accepted in self.copies.settle(context, k_cap, lookup):
+            self.learn_lookup(n, proposed, accepted)
         length = len(context)  # a longer context makes every verify call cost more (CostModel.key_ms)
         best, best_rate = NONE, 1.0 / self.costs.verify(1, length)
         if lookup is not None:
@@ -286,6 +342,12 @@ class CostPolicy:
         if best == NONE and neural_available and self.costs.draft_step_ms is not None:
             best = self.neural_probe(best_rate, length, neural_pending)
         return best
+
+    def learn_lookup(self, n: int, proposed: int, accepted: int) -> None:
+        """A lookup round after an n-token match, drafted or scored by the CopyLedger."""
+        stats = self.lookup_stats(n)
+        self.lift.record(stats, proposed, accepted)
+        stats.record(proposed, accepted)
 
     def lookup_stats(self, n: int) -> PositionStats:
         """The counts for matches of length n (LOOKUP_PRIOR's longest length stands for any longer one)."""
@@ -344,9 +406,8 @@ class CostPolicy:
             self.costs = self.live.model(**self.costs.context_terms())
         self.rounds += 1
         if choice.source == "prompt_lookup":
-            stats = self.lookup_stats(choice.bucket)
-            self.lift.record(stats, proposed, accepted)
-            stats.record(proposed, accepted)
+            self.copies.drafted()
+            self.learn_lookup(choice.bucket, proposed, accepted)
         elif choice.source == "neural":
             # A draft that stopped short of k (its entropy stop) declined the next position: for what a
             # neural round of k yields, that counts as a rejection there.
