@@ -155,7 +155,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--arms", default="none,neural:2,neural:4,hybrid:4,prompt_lookup:4,auto:8")
-    parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument("--json", type=Path, help="also write every run here (after each prompt)")
     parser.add_argument("--prompts", choices=("two", "bench", "independent"), default="two")
     parser.add_argument("--per-stratum", type=int, default=1, help="with --prompts bench")
     parser.add_argument("--kinds", default=",".join(OPEN_CHAT), help="with --prompts independent")
@@ -184,6 +184,8 @@ def main() -> None:
                 run = run_arm(engine, prompt, proposer, k, args.max_tokens, stop, args.sampled, seed=repeat)
                 runs.setdefault((name, proposer, k, stop), []).append(run)
         print(f"[{name}] done", file=sys.stderr, flush=True)
+        if args.json:  # after every prompt: a run cut off by a time limit keeps what it measured
+            write_runs(args.json, runs)
     draft = engine.manifest["draft"]["description"] if engine.manifest.get("draft") else "none"
     setting = "sampled (T 0.7, top-p 0.9)" if args.sampled else "greedy"
     print(
@@ -225,8 +227,10 @@ def main() -> None:
                 f"| {label} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} "
                 f"| {statistics.median(decoded):.2f} | {min(decoded):.2f} | {max(decoded):.2f} |"
             )
-    if args.json:
-        args.json.write_text(json.dumps({f"{n}|{p}|{k}|{s}": r for (n, p, k, s), r in runs.items()}))
+
+
+def write_runs(path: Path, runs: dict) -> None:
+    path.write_text(json.dumps({f"{n}|{p}|{k}|{s}": r for (n, p, k, s), r in runs.items()}))
 
 
 if __name__ == "__main__":
