@@ -348,8 +348,16 @@ def test_a_neural_draft_that_agrees_drafts_further():
     assert failing.choose([1, 2, 3], 4, None, True) == Choice("neural", 1)
 
 
-def timed(rows: int, verify_ms: float, read: int = 1, context: int = 64, steps: int = 0, draft_ms: float = 0.0):
-    return RoundTiming(rows, read, context, verify_ms, steps, draft_ms)
+def timed(
+    rows: int,
+    verify_ms: float,
+    read: int = 1,
+    context: int = 64,
+    steps: int = 0,
+    draft_ms: float = 0.0,
+    first: bool = False,
+):
+    return RoundTiming(rows, read, context, verify_ms, steps, draft_ms, first)
 
 
 def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
@@ -382,6 +390,21 @@ def test_live_round_timings_replace_a_measurement_taken_in_a_slow_minute():
     for _ in range(3):
         live.record(timed(3, 100.0, steps=2, draft_ms=9.0))
     assert live.model().draft_step_ms == 4.5 and live.model(key_ms=[0.02]).key_ms == (0.02,)
+
+
+def test_a_requests_first_round_which_waited_on_the_prefill_is_no_sample_of_v():
+    """Policy 22: the WebGPU champion submits the prompt's prefill without waiting, so a request's first verify
+    call also waits for it (natively on lavapipe 4.0 s for a 57-token prompt, against V(2) 182 ms). Two such
+    2-row rounds and one true one set the live V(2) at 3,962 ms, and auto played none on every round of the
+    requests after (a summary it drafts on 17 of 21 rounds from a fresh engine). First rounds are not learned."""
+    measured = fixed_costs([150.0, 182.0, 215.0, 246.0, 277.0], 2.5)
+    policy = CostPolicy(measured, 0.345, live=LiveCosts(measured))
+    for _ in range(2):  # two requests
+        policy.observe(Choice("neural", 1), 1, 1, timed(2, 4000.0, read=2, first=True))
+        policy.observe(Choice("prompt_lookup", 1, 2), 1, 1, timed(2, 210.0, read=2))
+    policy.observe(Choice("prompt_lookup", 1, 2), 1, 1, timed(2, 200.0, read=2))
+    assert policy.live.rounds() == 3 and policy.costs.verify(2) == 210.0  # the median of 210, 210, 200
+    assert policy.choose([1, 2, 3, 1, 2], 4, (2, (3, 1, 2)), True).source == "prompt_lookup"
 
 
 def test_row_ms_is_learned_from_rounds_of_one_row_count_that_read_different_numbers_of_rows():
@@ -738,18 +761,23 @@ def test_each_round_reaches_the_policy_with_its_rows_read_and_draft_steps():
     """AutoProposer turns the orchestrator's commit into the RoundTiming LiveCosts learns from: T = drafts + 1,
     rows read = accepted + 1, the context before the round, and the draft steps run where the round before
     was neural too (a first neural round also feeds the draft what came since its last; a draft that stopped
-    short of k ran the step that declined; prompt lookup runs none)."""
+    short of k ran the step that declined; prompt lookup runs none), and whether it was the request's first
+    (whose verify call may also have waited on the prompt's prefill)."""
     policy = RecordingPolicy(Choice("neural", 3))
     auto = AutoProposer(policy, ShortDraft())
     start = RequestState.start((1, 2, 3, 4, 5))
     for context, draft_ms, steps in (([1, 2, 3], 90.0, 0), ([1, 2, 3, 4, 5], 6.0, 2)):  # the first fed the prompt
         finish(auto.propose(context, 3, 0, None))
         auto.observe(RoundCommit(0, 0, 1, 1, (9, 4), start, draft_ms=draft_ms, verify_ms=50.0))
-        assert policy.timings[-1] == RoundTiming(2, 2, len(context), 50.0, steps, draft_ms)
+        assert policy.timings[-1] == RoundTiming(2, 2, len(context), 50.0, steps, draft_ms, first=context == [1, 2, 3])
     policy.choice = Choice("prompt_lookup", 2, 2)
     finish(auto.propose([1, 2, 1, 2, 1], 2, 1, None))
     auto.observe(RoundCommit(1, 0, 2, 0, (7,), start, draft_ms=0.1, verify_ms=45.0))
     assert policy.timings[-1] == RoundTiming(3, 1, 5, 45.0, 0, 0.1)
+    auto.reset()  # the next request's first round
+    finish(auto.propose([1, 2, 1, 2, 1], 2, 0, None))
+    auto.observe(RoundCommit(0, 0, 2, 0, (7,), start, draft_ms=0.1, verify_ms=45.0))
+    assert policy.timings[-1] == RoundTiming(3, 1, 5, 45.0, 0, 0.1, first=True)
 
 
 class ClockedDraft:

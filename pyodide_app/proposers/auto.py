@@ -74,7 +74,7 @@ from ..waits import Wait, settle
 from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 21
+AUTO_POLICY_VERSION = 22
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -431,6 +431,7 @@ class AutoProposer:
             self.neural.reset()
         self.last = self.previous = NONE  # the last round's choice; the one published before it
         self.last_context = 0  # tokens before the last round
+        self.observed = 0  # rounds of this request published so far
         self.neural_failed = False
         self.rounds: Counter[str] = Counter()  # choice label -> rounds
 
@@ -463,7 +464,11 @@ class AutoProposer:
         if choice.source == "neural" and self.previous.source == "neural" and not self.neural_failed:
             steps = proposed if proposed == choice.k else proposed + 1
         self.previous = choice
-        timing = RoundTiming(proposed + 1, accepted + 1, self.last_context, commit.verify_ms, steps, commit.draft_ms)
+        first = self.observed == 0  # its verify call may have waited on the prompt's prefill too
+        self.observed += 1
+        timing = RoundTiming(
+            proposed + 1, accepted + 1, self.last_context, commit.verify_ms, steps, commit.draft_ms, first
+        )
         self.policy.observe(choice, proposed, accepted, timing)
 
     def summary(self) -> str:
