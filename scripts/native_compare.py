@@ -2,16 +2,16 @@
 
     .venv/bin/python scripts/native_compare.py [--model DIR] [--backend cpu|cpu-compact|webgpu] [--max-tokens N]
                                                [--repeats R] [--arms none,neural:4,hybrid:4,prompt_lookup:4]
-                                               [--prompts two|bench|independent] [--per-stratum N] [--kinds K,..]
-                                               [--sampled]
+                                               [--prompts two|bench|independent] [--per-stratum N] [--strata S,..]
+                                               [--kinds K,..] [--sampled]
 
 --prompts bench runs the page bench's workload (build_tools/bench_prompts.json: the first N prompts of every
-stratum) and adds each arm's median ratio over strata; --prompts independent runs the drafts' independent
-evaluation set (build_tools/draft_eval_independent.json, whole chats), only the kinds in --kinds (default: the
-open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (repeat r with seed r for every arm,
-so each repeat is another answer; none, prompt lookup and auto propose point masses, which the verifier tests
-by the coupled rule, so with one seed they give one answer, which the table checks; neural and hybrid sample
-their drafts and give other answers of the same law).
+stratum, or of --strata's only) and adds each arm's median ratio over strata; --prompts independent runs the
+drafts' independent evaluation set (build_tools/draft_eval_independent.json, whole chats), only the kinds in
+--kinds (default: the open-chat ones); --sampled runs every arm at temperature 0.7, top-p 0.9 (repeat r with
+seed r for every arm, so each repeat is another answer; none, prompt lookup and auto propose point masses,
+which the verifier tests by the coupled rule, so with one seed they give one answer, which the table checks;
+neural and hybrid sample their drafts and give other answers of the same law).
 
 An arm "neural:4:nostop" runs without the draft's calibrated entropy stop (the package's
 draft.stop_entropy_bits), to measure what the stop changes in the same run.
@@ -62,12 +62,17 @@ def independent_prompts(kinds: set[str]) -> dict[str, list[dict]]:
     return {f"{item['kind']}: {item['id']}": item["messages"] for item in independent_items() if item["kind"] in kinds}
 
 
-def bench_prompts(per_stratum: int) -> dict[str, list[dict]]:
-    """{"stratum" or "stratum #i": messages}: the page bench's workload, the first per_stratum of each stratum."""
+def bench_prompts(per_stratum: int, only: set[str] | None = None) -> dict[str, list[dict]]:
+    """{"stratum" or "stratum #i": messages}: the page bench's workload, the first per_stratum of each stratum
+    (only: those strata; None: every one)."""
     strata = json.loads(BENCH_PROMPTS.read_text())["strata"]
+    unknown = (only or set()) - set(strata)
+    if unknown:
+        raise SystemExit(f"unknown strata {sorted(unknown)}; the bench has {sorted(strata)}")
     return {
         (name if per_stratum == 1 else f"{name} #{i + 1}"): user_turn(prompt)
         for name, prompts in strata.items()
+        if only is None or name in only
         for i, prompt in enumerate(prompts[:per_stratum])
     }
 
@@ -158,12 +163,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every run here (after each prompt)")
     parser.add_argument("--prompts", choices=("two", "bench", "independent"), default="two")
     parser.add_argument("--per-stratum", type=int, default=1, help="with --prompts bench")
+    parser.add_argument("--strata", help="with --prompts bench: only these strata (comma-separated)")
     parser.add_argument("--kinds", default=",".join(OPEN_CHAT), help="with --prompts independent")
     parser.add_argument("--sampled", action="store_true", help="temperature 0.7, top-p 0.9 instead of greedy")
     args = parser.parse_args()
     prompts = {
         "two": lambda: {name: user_turn(prompt) for name, prompt in PROMPTS.items()},
-        "bench": lambda: bench_prompts(args.per_stratum),
+        "bench": lambda: bench_prompts(args.per_stratum, set(args.strata.split(",")) if args.strata else None),
         "independent": lambda: independent_prompts(set(args.kinds.split(","))),
     }[args.prompts]()
     arms = [parse_arm(a) for a in args.arms.split(",")]
