@@ -16,13 +16,18 @@ from .base import EMPTY_PROPOSAL, Proposal, Proposer
 from .prompt_lookup import PromptLookup
 
 
+def hybrid_lookup() -> PromptLookup:
+    """Hybrid's matcher: n-gram matches of 2 or 3 tokens (a 1-token match is right too rarely to beat the draft)."""
+    return PromptLookup(n_max=3, n_min=2)
+
+
 class HybridProposer:
     """propose is a generator (Steps, waits.py) because the draft may wait on its runtime."""
 
     name = "hybrid"
 
     def __init__(self, draft: Proposer, lookup: PromptLookup | None = None):
-        self.lookup = lookup or PromptLookup(n_max=3, n_min=2)
+        self.lookup = lookup or hybrid_lookup()
         self.draft = draft
 
     def propose(
