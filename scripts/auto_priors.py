@@ -36,8 +36,7 @@ from build_tools.distill_prompts import evaluation_prompts  # noqa: E402
 from build_tools.recipes import default_package  # noqa: E402
 from pyodide_app.native.loader import load_engine  # noqa: E402
 from pyodide_app.processors import SamplingSettings, process_row  # noqa: E402
-from pyodide_app.proposers.auto import LOOKUP_PRIOR  # noqa: E402
-from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
+from pyodide_app.proposers.auto import auto_lookup  # noqa: E402
 from scripts.draft_calibration import answer_rows, draft_rows  # noqa: E402
 
 SETTINGS = {"greedy": SamplingSettings(temperature=0.0), "sampled": SamplingSettings(temperature=0.7, top_p=0.9)}
@@ -57,7 +56,7 @@ def accept(row: list[float], token: int, setting: str, history: list[int]) -> fl
 
 def lookup_points(ids, tokens, rows, setting, out) -> None:
     """out[(n, j)] += acceptance of draft position j of the lookup match at each answer position."""
-    lookup = PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1)
+    lookup = auto_lookup()
     for t in range(len(tokens)):
         context = ids + tokens[:t]
         match = lookup.match(context, POSITIONS)

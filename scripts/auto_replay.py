@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from pyodide_app.chat_template import ChatTemplate  # noqa: E402
 from pyodide_app.costs import CostModel  # noqa: E402
-from pyodide_app.proposers.auto import LOOKUP_PRIOR, NEURAL_PRIOR, CostPolicy  # noqa: E402
+from pyodide_app.proposers.auto import NEURAL_PRIOR, CostPolicy, auto_lookup  # noqa: E402
 from pyodide_app.proposers.hybrid import hybrid_lookup  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
@@ -105,7 +105,7 @@ def replay_ms(answer: Answer, arm: str, costs: CostModel, policy_costs: CostMode
     name, _, k_text = arm.partition("-k")
     k = int(k_text) if k_text else 8
     lookup = {  # each arm's matcher as the engine builds it
-        "auto": PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1),
+        "auto": auto_lookup(),
         "hybrid": hybrid_lookup(),  # n >= 2: a 1-token match goes to the draft
     }.get(name, PromptLookup())
     policy = None

@@ -88,6 +88,11 @@ NEURAL_TRIES = 3  # neural rounds (position 0 reached) its prior buys before the
 SHORT_NAMES = {"none": "none", "prompt_lookup": "lookup", "neural": "neural"}
 
 
+def auto_lookup() -> PromptLookup:
+    """auto's matcher: every match length LOOKUP_PRIOR prices (1 to its longest, which stands for any longer)."""
+    return PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1)
+
+
 @dataclass(frozen=True)
 class Choice:
     source: str  # "none" | "prompt_lookup" | "neural"
@@ -311,7 +316,7 @@ class CostPolicy:
         else:
             start = self.earlier.copy()
         self.lookup, self.neural, self.rounds, self.lift = start.lookup, start.neural, start.rounds, start.lift
-        self.copies = CopyLedger(PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1))  # this request's answer only
+        self.copies = CopyLedger(auto_lookup())  # this request's answer only
 
     def learned(self) -> Learned:
         """The counts so far (earlier answers' included), for the conversation's next answer."""
@@ -422,7 +427,7 @@ class AutoProposer:
     def __init__(self, policy: Policy, neural: Proposer | None, lookup: PromptLookup | None = None):
         self.policy = policy
         self.neural = neural
-        self.lookup = lookup or PromptLookup(n_max=max(LOOKUP_PRIOR), n_min=1)
+        self.lookup = lookup or auto_lookup()
         self.reset()
 
     def reset(self) -> None:
