@@ -262,6 +262,9 @@ def _write_package(champion, names, folder: Path, draft, export_draft, golden, e
         stop = draft.prebuilt.provenance.get("calibration", {}).get("stop_entropy_bits") if draft.prebuilt else None
         if stop is not None:  # the neural proposer ends a proposal before a draft row more uncertain than this
             draft_entry["stop_entropy_bits"] = stop
+        by_entropy = draft.prebuilt.acceptance_by_entropy if draft.prebuilt else None
+        if by_entropy is not None:  # auto's neural rounds draft past their k where the draft is sure
+            draft_entry["acceptance_by_entropy"] = by_entropy
         identity.update(
             {
                 "draft_weights": file_entry(folder / DRAFT_FILE)["sha256"],

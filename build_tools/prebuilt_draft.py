@@ -40,6 +40,20 @@ class PrebuiltDraft:
         positions after the first), on the independent evaluation set; None where not measured."""
         return self.provenance.get("independent_evaluation", {}).get("greedy_agreement_after_agreement")
 
+    @property
+    def acceptance_by_entropy(self) -> dict | None:
+        """Its measured greedy acceptance by the entropy of its row (provenance calibration: bins "a-b" bits and a
+        last ">=c"), as the manifest field {"upper_bits": [b, ...], "acceptance": [..., above the last b]}
+        (pyodide_app's AcceptanceByEntropy); None where not measured."""
+        bins = self.provenance.get("calibration", {}).get("greedy_acceptance_by_entropy_bits")
+        if not bins:
+            return None
+        bounded = sorted((float(name.split("-")[1]), rate) for name, rate in bins.items() if "-" in name)
+        above = [rate for name, rate in bins.items() if name.startswith(">=")]
+        if len(above) != 1 or len(bounded) + 1 != len(bins):
+            raise SourceError(f"{self.folder}: provenance.json's calibration bins are not 'a-b' bins and one '>=c'")
+        return {"upper_bits": [b for b, _ in bounded], "acceptance": [rate for _, rate in bounded] + above}
+
 
 def is_prebuilt(path: Path) -> bool:
     return path.is_dir() and (path / "draft.json").exists()

@@ -130,6 +130,8 @@ def default_package() -> Path:
             raise ManifestError(str(model), "built with another measured agreement of the draft")
         if manifest["draft"].get("stop_entropy_bits") != provenance.get("calibration", {}).get("stop_entropy_bits"):
             raise ManifestError(str(model), "built before the draft's calibrated stop")
+        if manifest["draft"].get("acceptance_by_entropy") != draft.acceptance_by_entropy:
+            raise ManifestError(str(model), "built before the draft's acceptance by entropy was packaged")
         golden = json.loads((model / manifest["golden"]).read_text()) if manifest.get("golden") else {}
         if not golden.get("philox") or not golden.get("verify"):
             raise ManifestError(str(model), "built without the self-test's recorded answers (golden.json)")

@@ -34,7 +34,7 @@ from .orchestrator import CancelToken, Emitted, Finished, GenerationConfig, Orch
 from .processors import SamplingSettings
 from .proposers import HybridProposer, NeuralProposer, NoProposer, PromptLookup
 from .proposers.auto import AUTO_POLICY_VERSION, NEURAL_PRIOR, AutoProposer, CostPolicy, Learned
-from .proposers.neural import DraftRuntime
+from .proposers.neural import AcceptanceByEntropy, DraftRuntime
 from .self_test import run_self_test
 from .tokenizer import StreamDecoder, Tokenizer
 from .waits import Wait
@@ -226,7 +226,10 @@ class Engine:
         self.learned: tuple[tuple[int, ...], str, Learned] | None = None
         self.golden = golden
         # The draft's calibrated stop (package field): a proposal ends before a row more uncertain than this.
-        self.stop_bits = (manifest.get("draft") or {}).get("stop_entropy_bits")
+        draft = manifest.get("draft") or {}
+        self.stop_bits = draft.get("stop_entropy_bits")
+        # Its measured acceptance by row entropy (package field), with which auto's neural rounds draft past k.
+        self.draft_calibration = AcceptanceByEntropy.from_manifest(draft.get("acceptance_by_entropy"))
 
     def memory_report(self) -> dict:
         """Bytes by category: champion weights, its KV cache (capacity), scratch (activations, logits,
@@ -313,7 +316,14 @@ class Engine:
             neural = None if self.draft_runtime is None else NeuralProposer(self.draft_runtime, 0.0, self.stop_bits)
             first, later = self.neural_priors()
             end = min(len(prompt) + request.max_tokens, self.champion.context_limit)  # a catch-up is spread to here
-            policy = CostPolicy(None, first, self._earlier(request, prompt), neural_later=later, answer_end=end)
+            policy = CostPolicy(
+                None,
+                first,
+                self._earlier(request, prompt),
+                neural_later=later,
+                answer_end=end,
+                calibration=self.draft_calibration,
+            )
             return AutoProposer(policy, neural)
         if request.proposer in NEEDS_DRAFT:
             if self.draft_runtime is None:
@@ -448,6 +458,7 @@ class Engine:
                 "policy_version": AUTO_POLICY_VERSION,
                 "chose": proposer.summary(),
                 "rounds": dict(proposer.rounds),
+                "confident_drafts": proposer.extended,  # drafts neural rounds kept past their k
                 "draft_failed": proposer.neural_failed,
                 "earlier_rounds": earlier.rounds if earlier else 0,  # rounds of earlier answers it learned from
                 "costs": policy.costs.summary() if policy.costs else None,  # what its last round was chosen by

@@ -8,6 +8,7 @@ the engine in test_engine.py.
 from __future__ import annotations
 
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -38,6 +39,7 @@ from pyodide_app.proposers.auto import (
     PRIOR_WEIGHT,
     AutoProposer,
     Choice,
+    ConfidentExtension,
     CopyLedger,
     CostPolicy,
     LookupLift,
@@ -45,7 +47,7 @@ from pyodide_app.proposers.auto import (
     lifted,
 )
 from pyodide_app.proposers.base import EMPTY_PROPOSAL
-from pyodide_app.proposers.neural import NeuralProposer
+from pyodide_app.proposers.neural import AcceptanceByEntropy, NeuralProposer
 from pyodide_app.proposers.prompt_lookup import PromptLookup, point_masses
 from pyodide_app.transaction import RequestState, RoundCommit
 from pyodide_app.waits import finish
@@ -725,6 +727,18 @@ def test_the_neural_priors_are_the_shipped_drafts_measured_agreements(real_packa
     assert manifest["draft"]["later_agreement"] == later > independent  # agreement runs in streaks
     assert Engine(None, None, None, manifest).neural_priors() == (independent, later)
     assert Engine(None, None, None, {**manifest, "draft": {}}).neural_priors() == (0.4, None)
+    # and its acceptance by entropy reaches auto's policy (its neural rounds' extension), None without one
+    from pyodide_app.engine import ChatRequest
+
+    request = ChatRequest.from_dict(
+        {"messages": [{"role": "user", "content": "hi"}], "speculative": {"proposer": "auto"}}, 8
+    )
+    champion = SimpleNamespace(context_limit=2048)
+    calibration = Engine(champion, None, None, manifest)._proposer(request, [1, 2]).policy.calibration
+    assert calibration == AcceptanceByEntropy.from_manifest(manifest["draft"]["acceptance_by_entropy"])
+    assert calibration is not None and calibration(0.1) == 0.97
+    bare = Engine(champion, None, None, {**manifest, "draft": {}})
+    assert bare._proposer(request, [1, 2]).policy.calibration is None
 
 
 class ShortDraft:
@@ -849,3 +863,61 @@ def test_auto_tells_its_policy_what_the_draft_would_be_fed():
     finish(auto.propose([1, 2, 3, 4, 5], 2, 0, None))  # the draft now holds 1..5 and its drafts 10, 11
     finish(auto.propose([1, 2, 3, 4, 5, 10, 7], 2, 1, None))  # 10 accepted, 7 the correction
     assert policy.pending == [5, 1]
+
+
+SURE_BELOW_1_BIT = AcceptanceByEntropy((1.0,), (0.9, 0.2))  # 0.9 at or below 1 bit, 0.2 above
+
+
+def test_a_confident_extension_keeps_a_draft_past_k_while_it_raises_the_rounds_rate():
+    """Policy 23. The first k drafts are kept whatever their rows say; draft j >= k while S * p(h_j) tokens for
+    extra_ms[j - k] ms (plus reading its row) beat the round's rate, S the calibrated chance the drafts before it
+    all passed. Fails if S is left out (an unsure earlier draft does not stop it), if the row's reading is not
+    priced, or if the rule drafts past the extra costs it was given (the request's k)."""
+    rule = ConfidentExtension(2, SURE_BELOW_1_BIT, rate=0.02, extra_ms=(10.0, 20.0))
+    assert rule([5.0]) and rule([5.0, 5.0])  # the choice's own k
+    assert rule([0.5, 0.5, 0.5])  # 0.729 tokens for 10 ms: 0.073 a ms
+    assert not rule([0.5, 5.0, 0.5])  # 0.9 * 0.2 * 0.9 = 0.162 tokens: 0.016 a ms
+    assert not rule([0.5, 0.5, 5.0])
+    assert rule([0.5] * 4) and not rule([0.5] * 5)  # 0.656 tokens for 20 ms; then past the request's k
+    assert not replace(rule, row_ms=100.0)([0.5, 0.5, 0.5])  # 0.729 / (10 + 72.9)
+
+
+def test_the_cost_policy_gives_a_neural_round_its_extension_priced_from_the_costs():
+    """A neural choice carries the extension when the package has a calibration and the request's k leaves room:
+    keeping draft j costs V(j + 2) - V(j + 1) more and one draft step; its rate is the round's. No extension
+    without a calibration, at k = the request's k, or for prompt lookup. Fails if extra_ms were the whole
+    verify call or left out the draft step."""
+    costs = fixed_costs([50, 58, 71, 83, 95], 4.5)
+    policy = CostPolicy(costs, 0.6, calibration=SURE_BELOW_1_BIT)
+    choice = policy.choose([1, 2, 3], 4, None, True)  # V(T) measured up to T = 5: k at most 4
+    assert choice.source == "neural" and 0 < choice.k < 4 and choice == Choice("neural", choice.k)
+    rule = choice.extend
+    extra = tuple(costs.verify_ms[j + 1] - costs.verify_ms[j] + 4.5 for j in range(choice.k, 4))
+    assert rule.k == choice.k and rule.extra_ms == pytest.approx(extra) and rule.acceptance is SURE_BELOW_1_BIT
+    expected = policy.neural.expected_tokens(choice.k)
+    assert rule.rate == pytest.approx(expected / (costs.verify(choice.k + 1) + choice.k * 4.5))
+    assert CostPolicy(costs, 0.6).choose([1, 2, 3], 4, None, True).extend is None
+    assert policy.choose([1, 2, 3], choice.k, None, True).extend is None
+    lookup = CostPolicy(costs, 0.6, calibration=SURE_BELOW_1_BIT).choose([1, 2, 1, 2, 1], 4, (3, (2, 1, 2)), False)
+    assert lookup.source == "prompt_lookup" and lookup.extend is None
+
+
+def test_drafts_past_k_are_proposed_reported_and_not_counted_as_the_positions_acceptance():
+    """AutoProposer drafts up to the request's k under the choice's extension; the round's draft steps are those
+    the draft ran (its cap now the request's k), the summary says how many drafts went past k, and the policy's
+    counts learn positions below k only (a draft kept because its row was sure is no sample of what position j
+    yields). Fails if the cap stays the choice's k, or if the extra positions enter the counts."""
+    policy = CostPolicy(FLAT, 0.5, calibration=SURE_BELOW_1_BIT)
+    always = ConfidentExtension(1, SURE_BELOW_1_BIT, rate=0.0, extra_ms=(1.0,) * 3)
+    recording = RecordingPolicy(Choice("neural", 1, extend=always))
+    auto = AutoProposer(recording, NeuralProposer(ScriptedRuntime([0.2] * 12), 0.0))
+    start = RequestState.start((1, 2, 3))
+    for round_index, context in enumerate(([1, 2, 3], [1, 2, 3, 10, 11, 12, 13, 5])):
+        proposal = finish(auto.propose(context, 4, round_index, None))
+        assert len(proposal.tokens) == 4  # k = 1 and 3 drafts past it
+        auto.observe(RoundCommit(round_index, 4, 4, 4, (*proposal.tokens, 5), start, draft_ms=8.0, verify_ms=50.0))
+    assert recording.timings[-1].draft_steps == 4  # it reached the request's k: no declined step
+    assert auto.summary() == "neural k=1 on 2 rounds, +6 drafts where the draft was sure"
+    policy.observe(Choice("neural", 1, extend=always), 4, 4)
+    policy.observe(Choice("neural", 2), 1, 1)  # stopped short of k: its declined position counts as rejected
+    assert policy.neural.reached == [2, 1] and policy.neural.accepted == [2, 0]

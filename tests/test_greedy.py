@@ -18,6 +18,7 @@ from pyodide_app.orchestrator import Emitted, Finished, GenerationConfig, Orches
 from pyodide_app.processors import SamplingSettings
 from pyodide_app.proposers import HybridProposer, ModelDraft, NoProposer, PromptLookup
 from pyodide_app.proposers.auto import AutoProposer, CostPolicy
+from pyodide_app.proposers.neural import AcceptanceByEntropy
 from pyodide_app.table_model import TableModel
 
 from .policies import ContextHashPolicy
@@ -43,6 +44,9 @@ def run(model, proposer, config, prompt, context_limit):
     return tokens, finished
 
 
+SURE = AcceptanceByEntropy((1.0, 2.0), (0.95, 0.6, 0.1))  # a draft row's acceptance by its entropy (bits)
+
+
 def proposers_for(model: TableModel, settings: SamplingSettings, rng: random.Random):
     vocab = model.vocab_size
     other = TableModel.random_ngram(vocab, order=1, seed=rng.randrange(1 << 30))
@@ -58,6 +62,12 @@ def proposers_for(model: TableModel, settings: SamplingSettings, rng: random.Ran
         ),
         "auto_cost": AutoProposer(
             CostPolicy(fixed_costs([10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14], 0.5)), ModelDraft(model, settings)
+        ),
+        # and with a calibration, so its neural rounds draft past k: a greedy draft's rows (point masses, 0 bits)
+        # look sure, and this one is often wrong there
+        "auto_extending": AutoProposer(
+            CostPolicy(fixed_costs([10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14], 0.5), calibration=SURE),
+            ModelDraft(other, SamplingSettings(temperature=0)),
         ),
     }
 

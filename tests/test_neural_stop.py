@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pyodide_app.acceptance import FullRow, PointMass
-from pyodide_app.proposers.neural import DraftStep, NeuralProposer
+from pyodide_app.proposers.neural import AcceptanceByEntropy, DraftStep, NeuralProposer
 from pyodide_app.sampling import SeededDraws
 from pyodide_app.waits import finish
 
@@ -17,7 +17,7 @@ VOCAB = 64
 
 class ScriptedRuntime:
     """A draft runtime whose i-th step reports entropy `bits[i]` and returns token 10 + i when greedy (else
-    60, a sampled token) with a q row uniform over 2^bits tokens, recording what it was fed."""
+    60, a sampled token) with a q row uniform over 2^bits tokens (rounded), recording what it was fed."""
 
     def __init__(self, bits):
         self.bits = list(bits)
@@ -37,7 +37,7 @@ class ScriptedRuntime:
         self.cached += list(tokens)
         self.fed.append(list(tokens))
         self.temperatures.append(temperature)
-        width = 2 ** self.bits[self.steps]
+        width = round(2 ** self.bits[self.steps])
         probs = np.zeros(VOCAB, np.float32)
         probs[10 + self.steps : 10 + self.steps + width] = 1 / width
         token = 10 + self.steps if temperature == 0 else 60
@@ -66,6 +66,22 @@ def test_a_first_row_too_unsure_gives_an_empty_proposal_and_no_threshold_never_c
     assert runtime.temperatures == [0.0, 0.0, 0.0]
 
 
+def test_a_keep_rule_ends_the_proposal_on_the_rows_entropies():
+    """A caller's keep rule (auto's confident extension) sees the entropies of the rows drafted so far and may end
+    the proposal before the entropy stop or k would. Fails if the rule is not asked, is asked with the wrong rows,
+    or if the declined draft is kept or fed to the cache."""
+    seen = []
+
+    def keep(entropies):
+        seen.append(list(entropies))
+        return len(entropies) <= 2 or entropies[-1] < 1
+
+    runtime = ScriptedRuntime([3, 0.5, 0.2, 2, 0])  # the fourth row (2 bits) is declined by the rule, not the stop
+    proposal = finish(NeuralProposer(runtime, 0.0, 4.0).propose([1, 2], 5, 0, None, keep=keep))
+    assert proposal.tokens == (10, 11, 12) and runtime.steps == 4 and runtime.cached == [1, 2, 10, 11, 12]
+    assert seen == [[3], [3, 0.5], [3, 0.5, 0.2], [3, 0.5, 0.2, 2]]
+
+
 def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth_package):
     import json
 
@@ -78,6 +94,28 @@ def test_the_default_package_carries_the_shipped_drafts_stop(real_package, synth
     assert real["stop_entropy_bits"] == calibrated == 4.0  # the shipped draft's measured stop
     assert "stop_entropy_bits" not in json.loads((synth_package / "manifest.json").read_text())["draft"]
     assert load_engine(synth_package, backend="cpu").stop_bits is None
+    # and its acceptance by entropy, with which auto drafts past k (0.97 below 0.25 bits ... 0.09 above 6)
+    by_entropy = read_prebuilt(DEFAULT_DRAFT).acceptance_by_entropy
+    assert real["acceptance_by_entropy"] == by_entropy and len(by_entropy["acceptance"]) == 8
+    calibration = AcceptanceByEntropy.from_manifest(real["acceptance_by_entropy"])
+    assert (calibration(0.1), calibration(1.5), calibration(7)) == (0.97, 0.74, 0.09)
+    assert load_engine(synth_package, backend="cpu").draft_calibration is None
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        None,
+        {"upper_bits": [1, 2]},
+        {"upper_bits": [2, 1], "acceptance": [0.9, 0.5, 0.1]},  # bounds not increasing
+        {"upper_bits": [1, 2], "acceptance": [0.9, 0.5]},  # no rate above the last bound
+        {"upper_bits": [1, 2], "acceptance": [0.9, 1.5, 0.1]},  # not a probability
+        {"upper_bits": "1,2", "acceptance": [0.9, 0.5, 0.1]},
+    ],
+)
+def test_a_malformed_acceptance_by_entropy_is_no_calibration(entry):
+    assert AcceptanceByEntropy.from_manifest(entry) is None
+    assert AcceptanceByEntropy.from_manifest({"upper_bits": [1, 2], "acceptance": [0.9, 0.5, 0.1]})(1) == 0.9
 
 
 def test_a_greedy_draft_keeps_its_cache_for_the_next_request_and_a_sampled_one_starts_empty():

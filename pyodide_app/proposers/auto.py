@@ -45,6 +45,11 @@ that fails is not chosen again in the request (the failed round is a plain champ
 over a conversation's answers of one kind of sampling (Engine passes the last answer's counts on when the next
 prompt extends its prompt and samples alike; greedy only before version 19).
 
+Since version 23 a neural round of k may draft on past k (to the request's k) while the draft's rows are sure: draft
+j >= k is kept while what it adds, S * p(h_j) tokens (p: the package's measured acceptance at the row's entropy h,
+S: p's product over the round's earlier drafts), per ms of its extra row and draft step beats the round's predicted
+rate (ConfidentExtension; the counts learn positions below k only).
+
 Since version 19 every draft auto proposes is a point mass (the neural draft proposes its argmax at every
 temperature), which the verifier tests by the coupled rule (acceptance.py): a token is the champion's own sample
 whatever was proposed, so auto's choices change the answer's speed only, never its tokens, greedy or sampled. A
@@ -64,6 +69,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from math import prod
 from typing import Generator, Protocol, Sequence
 
 from ..costs import CostModel, LiveCosts, RoundTiming
@@ -71,10 +77,11 @@ from ..errors import SpecChatError
 from ..sampling import Draws
 from ..transaction import RoundCommit
 from ..waits import Wait, settle
-from .base import EMPTY_PROPOSAL, Proposal, Proposer
+from .base import EMPTY_PROPOSAL, KeepRule, Proposal, Proposer
+from .neural import AcceptanceByEntropy
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 22
+AUTO_POLICY_VERSION = 23
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
@@ -98,6 +105,8 @@ class Choice:
     source: str  # "none" | "prompt_lookup" | "neural"
     k: int
     bucket: int = 0  # prompt lookup: the match length n
+    # neural: a rule that may keep drafts past k (up to the request's k; ConfidentExtension), None: k at most
+    extend: KeepRule | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
@@ -268,6 +277,33 @@ class CopyLedger:
 
 
 @dataclass(frozen=True)
+class ConfidentExtension:
+    """A neural round's keep rule (version 23). Its first k drafts are kept (the entropy stop aside). A further
+    draft j is kept while what it adds raises the round's rate: S * p(h_j) tokens for extra_ms[j - k] ms (plus
+    reading its row, S * p(h_j) * row_ms) must beat `rate`, the chosen round's predicted tokens per ms. p is the
+    draft's calibrated acceptance at the entropy h of its row (AcceptanceByEntropy), S the product of p over the
+    round's earlier drafts: the chance they all passed. Where the draft is sure (the shipped draft is right 92-97%
+    of the time below 1 bit) a round drafts on past the k its counts chose: in the page, hybrid k = 4 took 4.0 tokens
+    a call on a short chat where auto's estimated k took 3.2-3.6 (bench-p22, ambiguous). A function of the rows'
+    entropies only, so of the draft prefix: exact (base.KeepRule)."""
+
+    k: int  # drafts kept whatever their entropy says (the choice's k)
+    acceptance: AcceptanceByEntropy
+    rate: float  # tokens per ms the chosen round is predicted to emit
+    extra_ms: tuple[float, ...]  # extra_ms[j - k]: keeping draft j: one verified row more and one more draft step
+    row_ms: float = 0.0  # reading a row the round emits
+
+    def __call__(self, entropies: Sequence[float]) -> bool:
+        position = len(entropies) - 1
+        if position < self.k:
+            return True
+        if position - self.k >= len(self.extra_ms):
+            return False
+        gain = prod(self.acceptance(bits) for bits in entropies)  # expected tokens this draft adds
+        return gain / (self.extra_ms[position - self.k] + gain * self.row_ms) > self.rate
+
+
+@dataclass(frozen=True)
 class Learned:
     """What a CostPolicy counted over one or more answers of a conversation (Engine keeps it between turns)."""
 
@@ -291,6 +327,7 @@ class CostPolicy:
         neural_later: float | None = None,
         live: LiveCosts | None = None,
         answer_end: int | None = None,
+        calibration: AcceptanceByEntropy | None = None,
     ):
         """neural_prior: the draft's acceptance at its first position; neural_later: at each later position
         given the ones before it passed (None: neural_prior). earlier: counts from this conversation's earlier
@@ -298,8 +335,10 @@ class CostPolicy:
         live: refine `costs` from every round's timing (auto's tokens do not depend on its choices); None: the
         costs stay as given. answer_end:
         the context length where the answer must end (prompt + max tokens), over whose tokens a draft's catch-up
-        is spread (None: a round pays all of it)."""
+        is spread (None: a round pays all of it). calibration: the draft's acceptance by its row's entropy, with
+        which a neural round may draft past its k (ConfidentExtension; None: never)."""
         self.costs = costs
+        self.calibration = calibration
         self.answer_end = answer_end
         self.live = live
         self.neural_prior = neural_prior
@@ -346,7 +385,18 @@ class CostPolicy:
             best = best if probe == NONE else probe
         if best == NONE and neural_available and self.costs.draft_step_ms is not None:
             best = self.neural_probe(best_rate, length, neural_pending)
+        if best.source == "neural" and self.calibration is not None and k_cap > best.k:
+            best = replace(best, extend=self.extension(best.k, k_cap, best_rate, length))
         return best
+
+    def extension(self, k: int, k_cap: int, rate: float, length: int) -> ConfidentExtension:
+        """The keep rule of a neural round of k drafts predicted at `rate` tokens per ms, up to k_cap drafts: keeping
+        draft j makes its verify call one row longer and runs one more draft step (to see the next row)."""
+        costs = self.costs
+        extra = tuple(
+            costs.verify(j + 2, length) - costs.verify(j + 1, length) + costs.draft(1, length) for j in range(k, k_cap)
+        )
+        return ConfidentExtension(k, self.calibration, rate, extra, costs.row_ms)
 
     def learn_lookup(self, n: int, proposed: int, accepted: int) -> None:
         """A lookup round after an n-token match, drafted or scored by the CopyLedger."""
@@ -415,8 +465,12 @@ class CostPolicy:
             self.learn_lookup(choice.bucket, proposed, accepted)
         elif choice.source == "neural":
             # A draft that stopped short of k (its entropy stop) declined the next position: for what a
-            # neural round of k yields, that counts as a rejection there.
-            self.neural.record(proposed + 1 if proposed < choice.k else proposed, accepted)
+            # neural round of k yields, that counts as a rejection there. Drafts past k (its extension) are
+            # not counted: they were kept because their rows were sure, no sample of what position j yields.
+            if proposed < choice.k:
+                self.neural.record(proposed + 1, accepted)
+            else:
+                self.neural.record(choice.k, min(accepted, choice.k))
 
 
 class AutoProposer:
@@ -439,6 +493,8 @@ class AutoProposer:
         self.observed = 0  # rounds of this request published so far
         self.neural_failed = False
         self.rounds: Counter[str] = Counter()  # choice label -> rounds
+        self.cap = 0  # the last round's draft cap: its k, or the request's k where its choice may extend
+        self.extended = 0  # drafts neural rounds kept past their k (ConfidentExtension)
 
     def propose(
         self, context: Sequence[int], k: int, round_index: int, draws: Draws | None
@@ -452,8 +508,10 @@ class AutoProposer:
         if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k
             return point_masses(match[1][: choice.k])
         if choice.source == "neural":
+            self.cap = choice.k if choice.extend is None else k
+            keep = {} if choice.extend is None else {"keep": choice.extend}
             try:
-                return (yield from settle(self.neural.propose(context, choice.k, round_index, draws)))
+                return (yield from settle(self.neural.propose(context, self.cap, round_index, draws, **keep)))
             except SpecChatError:
                 self.neural_failed = True  # not chosen again in this request; this round is a plain step
                 return EMPTY_PROPOSAL
@@ -465,9 +523,11 @@ class AutoProposer:
         steps = 0
         # A per-step draft time only where the round before was neural too: a first neural round also feeds
         # the draft every token since its last one (the whole prompt, in a request's first: 380 ms a "step"
-        # at 1,700 tokens in a page bench). A draft that stopped short of k ran the step it declined.
+        # at 1,700 tokens in a page bench). A draft that stopped short of its cap ran the step it declined.
         if choice.source == "neural" and self.previous.source == "neural" and not self.neural_failed:
-            steps = proposed if proposed == choice.k else proposed + 1
+            steps = proposed if proposed == self.cap else proposed + 1
+        if choice.source == "neural":
+            self.extended += max(0, proposed - choice.k)
         self.previous = choice
         first = self.observed == 0  # its verify call may have waited on the prompt's prefill too
         self.observed += 1
@@ -477,6 +537,9 @@ class AutoProposer:
         self.policy.observe(choice, proposed, accepted, timing)
 
     def summary(self) -> str:
-        """e.g. "lookup k=3 on 12 rounds, none on 4" (most used first)."""
+        """e.g. "lookup k=3 on 12 rounds, none on 4" (most used first), and the drafts neural rounds kept past their
+        k ("neural k=2 on 8 rounds, +5 drafts where the draft was sure")."""
         parts = [f"{label} on {count} round{'s' if count != 1 else ''}" for label, count in self.rounds.most_common()]
+        if self.extended:
+            parts.append(f"+{self.extended} draft{'s' if self.extended != 1 else ''} where the draft was sure")
         return ", ".join(parts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..sampling import Draws
 from ..waits import Steps
@@ -23,6 +23,12 @@ class Proposal:
 
 
 EMPTY_PROPOSAL = Proposal((), ())
+
+# Whether a draft proposer keeps the draft it just made: called with the entropies (bits) of the rows drafted so far
+# in this proposal, the last one that draft's row. A function of the draft's rows, so of the context and the drafts
+# before it, never of the token drawn from the row: the proposal's length is a stopping time of the draft prefix,
+# as with the entropy stop (neural.py), and the verifier's rule stays exact.
+KeepRule = Callable[[Sequence[float]], bool]
 
 
 class Proposer(Protocol):

@@ -6,7 +6,8 @@ greedy, else a sample with Domain.DRAFT_SAMPLE at (round, i). The q row
 returned is exactly the distribution that produced the token (a point mass
 for a greedy draft). The ONNX neural draft implements the same contract,
 including its stop: with max_entropy_bits, the proposal ends before a row
-whose entropy exceeds it (neural.py; a function of the prefix only).
+whose entropy exceeds it (neural.py; a function of the prefix only), and a
+caller's `keep` rule on the rows' entropies.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..errors import DraftNumericError, TargetNumericError
 from ..processors import FLOAT, SamplingSettings, argmax, process_row
 from ..rng import Domain
 from ..sampling import Draws
-from .base import EMPTY_PROPOSAL, Proposal
+from .base import EMPTY_PROPOSAL, KeepRule, Proposal
 
 
 def entropy_bits(q: Sequence[float]) -> float:
@@ -39,17 +40,23 @@ class ModelDraft:
         self.ops = ops
         self.max_entropy_bits = max_entropy_bits
 
-    def propose(self, context: Sequence[int], k: int, round_index: int, draws: Draws | None) -> Proposal:
+    def propose(
+        self, context: Sequence[int], k: int, round_index: int, draws: Draws | None, keep: KeepRule | None = None
+    ) -> Proposal:
         if k <= 0:
             return EMPTY_PROPOSAL
         sequence = list(context)
-        tokens, rows = [], []
+        tokens, rows, entropies = [], [], []
         for i in range(k):
             try:
                 q = process_row(self.model.logits(sequence), self.settings, sequence, self.ops)
             except TargetNumericError as error:
                 raise DraftNumericError(f"draft row {i}: {error}") from error
-            if self.max_entropy_bits is not None and entropy_bits(q) > self.max_entropy_bits:
+            bits = entropy_bits(q) if self.max_entropy_bits is not None or keep is not None else 0.0
+            if self.max_entropy_bits is not None and bits > self.max_entropy_bits:
+                break
+            entropies.append(bits)
+            if keep is not None and not keep(entropies):
                 break
             if self.settings.greedy:
                 token = argmax(q)
