@@ -63,6 +63,7 @@ LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row cou
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
 LIVE_MAX_AGE = 64  # rounds (of every row count): an older timing no longer describes the machine and is dropped
 ROW_MIN_ROUNDS = 4  # rounds of one T reading one number of rows before their median enters the live row_ms
+MIN_PACE = 0.25  # a live V(T) sample (rows read taken off) is at least this share of the measured V(T)
 
 
 @dataclass(frozen=True)
@@ -212,11 +213,13 @@ class LiveCosts:
         at key_length tokens); draft_context: draft_key_ms, draft_feed_ms (else the measurement's)."""
         m = self.measured
         row_ms = self.row_ms()
-        paces = [(ms - (read - 1) * row_ms) / m.verify_ms[rows - 1] for rows, read, ms in self.recent(self.pace)]
+        paces = [
+            self.sample(rows, read, ms, row_ms) / m.verify_ms[rows - 1] for rows, read, ms in self.recent(self.pace)
+        ]
         pace = min(1.0, median(paces)) if paces else 1.0
         verify, floor = [], 0.0  # floor: the dearest fewer rows seen live (more rows never cost less)
         for rows, measured in enumerate(m.verify_ms, start=1):
-            samples = [max(0.0, ms - (read - 1) * row_ms) for read, ms in self.recent(self.verify.get(rows, ()))]
+            samples = [self.sample(rows, read, ms, row_ms) for read, ms in self.recent(self.verify.get(rows, ()))]
             if len(samples) >= LIVE_MIN_ROUNDS:
                 verify.append(median(samples))
                 floor = max(floor, verify[-1])
@@ -226,6 +229,13 @@ class LiveCosts:
         draft = median(steps) if len(steps) >= LIVE_MIN_ROUNDS else m.draft_step_ms
         context = {"key_ms": tuple(key_ms), "key_length": key_length, **draft_context}
         return replace(m, verify_ms=tuple(verify), draft_step_ms=draft, row_ms=row_ms, **context)
+
+    def sample(self, rows: int, read: int, ms: float, row_ms: float) -> float:
+        """A T-row round's V(T) sample: its verify ms less the rows it read beyond one, at least MIN_PACE of the
+        measured V(T). A row price learned too high can take a read-heavy round below 0: a busy host's load measured
+        row_ms 17.4 ms (native CPU, ~0-1 ms quiet), a 9-row round that read 9 rows in 60 ms then set the pace
+        negative and V(1) to 0, and none's rate 1 / V(1) divided by zero, ending the answer with an INTERNAL error."""
+        return max(ms - (read - 1) * row_ms, MIN_PACE * self.measured.verify_ms[rows - 1])
 
     def rounds(self) -> int:
         """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""

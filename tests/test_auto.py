@@ -20,6 +20,7 @@ from pyodide_app.costs import (
     LIVE_MIN_ROUNDS,
     LIVE_WINDOW,
     LONG_CONTEXT,
+    MIN_PACE,
     ROW_MIN_ROUNDS,
     LiveCosts,
     RoundTiming,
@@ -407,6 +408,21 @@ def test_a_requests_first_round_which_waited_on_the_prefill_is_no_sample_of_v():
     policy.observe(Choice("prompt_lookup", 1, 2), 1, 1, timed(2, 200.0, read=2))
     assert policy.live.rounds() == 3 and policy.costs.verify(2) == 210.0  # the median of 210, 210, 200
     assert policy.choose([1, 2, 3, 1, 2], 4, (2, (3, 1, 2)), True).source == "prompt_lookup"
+
+
+def test_a_row_price_learned_too_high_never_prices_a_verify_call_at_zero():
+    """A busy host's load measured row_ms 17.4 ms (native CPU, 2026-12-07; ~0-1 ms in a quiet minute). A 9-row round
+    that read all 9 rows in 60 ms was then a V(9) sample of 60 - 8 * 17.4 < 0: the pace went negative, every V(T)
+    without live samples to 0, and none's rate 1 / V(1) divided by zero, an INTERNAL error that ended the answer.
+    A live V(T), and each sample or pace, stays at least MIN_PACE of its measurement."""
+    measured = fixed_costs([40.0, 42.0, 44.0, 46.0, 48.0, 50.0, 52.0, 54.0, 56.0], 2.0, row_ms=17.4)
+    policy = CostPolicy(measured, 0.345, live=LiveCosts(measured))
+    policy.observe(Choice("neural", 1), 8, 8, timed(9, 60.0, read=9, steps=8, draft_ms=16.0))
+    assert policy.costs.verify(1) == pytest.approx(MIN_PACE * 40.0)
+    assert policy.choose([1, 2, 3], 8, None, True) is not None  # priced, not divided by zero
+    for _ in range(LIVE_MIN_ROUNDS):
+        policy.observe(Choice("neural", 1), 8, 8, timed(9, 60.0, read=9, steps=8, draft_ms=16.0))
+    assert policy.costs.verify(9) == pytest.approx(MIN_PACE * 56.0)
 
 
 def test_row_ms_is_learned_from_rounds_of_one_row_count_that_read_different_numbers_of_rows():
