@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/auto_replay.py [--bench build/bench/bench.json] [--setting greedy|sampled]
                                             [--model DIR] [--curve load|live] [--arms lookup-k4,neural-k2,...]
+                                            (auto-noext: auto without its confident extension)
 
 Every arm of a bench run gives the same tokens (greedy; and, sampled, none, prompt lookup and auto: their drafts
 are point masses, tested by the coupled rule), so one recorded answer per prompt says what every draft of those
@@ -33,12 +34,15 @@ sys.path.insert(0, str(ROOT))
 from pyodide_app.chat_template import ChatTemplate  # noqa: E402
 from pyodide_app.costs import CostModel  # noqa: E402
 from pyodide_app.proposers.auto import NEURAL_PRIOR, CostPolicy, auto_lookup  # noqa: E402
+from pyodide_app.proposers.base import KeepRule  # noqa: E402
 from pyodide_app.proposers.hybrid import hybrid_lookup  # noqa: E402
+from pyodide_app.proposers.neural import AcceptanceByEntropy  # noqa: E402
 from pyodide_app.proposers.prompt_lookup import PromptLookup  # noqa: E402
 from pyodide_app.tokenizer import Tokenizer  # noqa: E402
 from scripts.draft_calibration import draft_rows  # noqa: E402
 
 NEEDS_DRAFT_ROWS = ("neural", "hybrid", "auto")
+NO_EXTENSION = "-noext"  # an arm suffix: auto without its confident extension
 
 
 @dataclass(frozen=True)
@@ -77,14 +81,19 @@ class Replay:
         drafts = drafts[: len(self.answer.tokens) - position]
         return Round(len(drafts), copied(drafts, self.answer.tokens, position), 0.0)
 
-    def neural(self, k: int, position: int, context: int) -> Round:
-        """k draft steps, ending at the first row flatter than the stop; drafts after a wrong one are proposed
-        (their rows are unknown here) and rejected."""
+    def neural(self, k: int, position: int, context: int, keep: KeepRule | None = None) -> Round:
+        """Up to k draft steps, ending at the first row flatter than the stop or that `keep` declines (auto's
+        confident extension); drafts after a wrong one are proposed and rejected, their rows taken as the
+        answer's (the rows after a wrong draft are unknown here)."""
         proposed = accepted = 0
         wrong = False
+        entropies: list[float] = []
         for offset in range(min(k, len(self.answer.tokens) - position)):
             token, entropy = self.answer.draft[position + offset]
-            if not wrong and self.stop_bits is not None and entropy > self.stop_bits:
+            if self.stop_bits is not None and entropy > self.stop_bits:
+                break
+            entropies.append(entropy)
+            if keep is not None and not keep(entropies):
                 break
             proposed += 1
             wrong = wrong or token != self.answer.tokens[position + offset]
@@ -99,7 +108,11 @@ class Replay:
 
 
 def replay_ms(answer: Answer, arm: str, costs: CostModel, policy_costs: CostModel, manifest: dict) -> float:
-    """Modelled decode time of `answer` under `arm` (none, lookup-kN, neural-kN, hybrid-kN, auto)."""
+    """Modelled decode time of `answer` under `arm` (none, lookup-kN, neural-kN, hybrid-kN, auto; auto-noext: auto
+    without policy 23's confident extension, whose neural rounds draft past k where the package's acceptance by
+    entropy says so)."""
+    extend = not arm.endswith(NO_EXTENSION)
+    arm = arm.removesuffix(NO_EXTENSION)
     draft = manifest.get("draft") or {}
     run = Replay(answer, costs, draft.get("stop_entropy_bits"))
     name, _, k_text = arm.partition("-k")
@@ -112,22 +125,24 @@ def replay_ms(answer: Answer, arm: str, costs: CostModel, policy_costs: CostMode
     if name == "auto":
         end = len(answer.prompt) + len(answer.tokens)
         first, later = draft.get("agreement", NEURAL_PRIOR), draft.get("later_agreement")
-        policy = CostPolicy(policy_costs, first, neural_later=later, answer_end=end)
+        calibration = AcceptanceByEntropy.from_manifest(draft.get("acceptance_by_entropy")) if extend else None
+        policy = CostPolicy(policy_costs, first, neural_later=later, answer_end=end, calibration=calibration)
     context, position, total = list(answer.prompt), 0, 0.0
     while position < len(answer.tokens):
         match = lookup.match(context, k) if name in ("lookup", "hybrid", "auto") else None
         if policy is not None:
             pending = max(1, len(context) - run.draft_seen)
             choice = policy.choose(context, k, match, bool(answer.draft), neural_pending=pending)
-            source, size = choice.source, choice.k
+            source, size, keep = choice.source, choice.k, choice.extend
+            size = k if keep is not None else size  # an extension drafts up to the request's k
         elif name == "neural" or (name == "hybrid" and match is None):
-            source, size = "neural", k
+            source, size, keep = "neural", k, None
         else:
-            source, size = ("prompt_lookup", k) if match else ("none", 0)
+            source, size, keep = ("prompt_lookup", k, None) if match else ("none", 0, None)
         if source == "prompt_lookup":
             played = run.lookup(match[1][:size], position)
         elif source == "neural":
-            played = run.neural(size, position, len(context))
+            played = run.neural(size, position, len(context), keep)
         else:
             played = Round(0, 0, 0.0)
         total += run.round_ms(played, len(context))
