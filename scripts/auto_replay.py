@@ -133,8 +133,7 @@ def replay_ms(answer: Answer, arm: str, costs: CostModel, policy_costs: CostMode
         if policy is not None:
             pending = max(1, len(context) - run.draft_seen)
             choice = policy.choose(context, k, match, bool(answer.draft), neural_pending=pending)
-            source, size, keep = choice.source, choice.k, choice.extend
-            size = k if keep is not None else size  # an extension drafts up to the request's k
+            source, size, keep = choice.source, choice.cap(k), choice.extend
         elif name == "neural" or (name == "hybrid" and match is None):
             source, size, keep = "neural", k, None
         else:

@@ -108,6 +108,10 @@ class Choice:
     # neural: a rule that may keep drafts past k (up to the request's k; ConfidentExtension), None: k at most
     extend: KeepRule | None = field(default=None, compare=False)
 
+    def cap(self, k_cap: int) -> int:
+        """The most drafts this choice may propose under the request's k_cap: its k, or k_cap when it may extend."""
+        return self.k if self.extend is None else k_cap
+
     @property
     def label(self) -> str:
         return "none" if self.source == "none" else f"{SHORT_NAMES[self.source]} k={self.k}"
@@ -508,7 +512,7 @@ class AutoProposer:
         if choice.source == "prompt_lookup":  # the match found above, cut to the chosen k
             return point_masses(match[1][: choice.k])
         if choice.source == "neural":
-            self.cap = choice.k if choice.extend is None else k
+            self.cap = choice.cap(k)
             keep = {} if choice.extend is None else {"keep": choice.extend}
             try:
                 return (yield from settle(self.neural.propose(context, self.cap, round_index, draws, **keep)))
