@@ -43,6 +43,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, replace
+from itertools import combinations
 from statistics import median
 from typing import Callable, Generator, Sequence
 
@@ -62,7 +63,7 @@ KEY_STEP = 2**0.5  # the lengths key_ms is measured at: LONG_CONTEXT * KEY_STEP*
 LIVE_WINDOW = 16  # rounds: LiveCosts keeps this many recent timings per row count (and for the draft)
 LIVE_MIN_ROUNDS = 3  # rounds of one row count before their median replaces that row count's measurement
 LIVE_MAX_AGE = 64  # rounds (of every row count): an older timing no longer describes the machine and is dropped
-ROW_MIN_ROUNDS = 4  # rounds of one T reading one number of rows before their median enters the live row_ms
+ROW_MIN_PAIRS = 8  # pairs of rounds (one request and T, other rows read) before row_ms is learned live
 MIN_PACE = 0.25  # a live V(T) sample (rows read taken off) is at least this share of the measured V(T)
 
 
@@ -155,17 +156,24 @@ class LiveCosts:
     the run, where V(1) came back to 45, and auto never drafted on the short chats where neural k = 2 ran 1.22x);
     dropped, the row count falls back to its measurement at the recent pace, and gets tried again.
 
-    row_ms itself is learned too (policy 20, live_row_ms): rounds of one T that read different numbers of rows
-    differ by those rows' processing. The load measures it from one difference of two timings per sweep, and a
-    2026-12-07 WebGPU load measured 21.4 ms where a read row costs ~0 there: every accepted draft was priced
-    21 ms dearer, and subtracted from accepted rounds it put the live V(2) at 41.6 ms below V(1)'s 53.4."""
+    row_ms itself is learned too (policy 20): rounds of one T that read different numbers of rows differ by those
+    rows' processing. The load measures it from one difference of two timings per sweep, and a 2026-12-07 WebGPU
+    load measured 21.4 ms where a read row costs ~0 there: every accepted draft was priced 21 ms dearer, and
+    subtracted from accepted rounds it put the live V(2) at 41.6 ms below V(1)'s 53.4. Since policy 24 only rounds
+    of one request are compared (row_ms): policy 20 compared the medians of all recent rounds by rows read, and
+    those came from different requests, so from other minutes of a drifting host and other prompts (a page bench,
+    bench-copy 2026-12-08: none's own speed on one prompt ranged 17-28 tok/s between repeats; summaries, whose
+    rounds read many rows, learned row_ms up to 16 ms (over 3 ms after 5 of 9 answers) where the rounds within one
+    answer show 0 +- 0.5 ms, and auto drafted one or two copied tokens a round at 0.86x the best fixed lookup arm)."""
 
     def __init__(self, measured: CostModel):
         self.measured = measured
         self.clock = 0  # rounds recorded (long-context ones included): the age of a sample
+        self.request = 0  # requests begun (a request's first round starts one): rows read are compared within one
         # T -> recent (clock, (rows read, verify ms less context_ms))): V(T) samples once row_ms is taken off
         self.verify: dict[int, deque[tuple[int, tuple[int, float]]]] = {}
-        self.by_read: dict[tuple[int, int], deque[tuple[int, float]]] = {}  # (T, read) -> recent (clock, ms)
+        # recent (clock, ((request, T), (rows read, ms))): what row_ms compares, within one request and T
+        self.reads: deque[tuple[int, tuple[tuple[int, int], tuple[int, float]]]] = deque(maxlen=LIVE_MAX_AGE)
         self.pace: deque[tuple[int, tuple[int, int, float]]] = deque(maxlen=LIVE_WINDOW)  # (clock, (T, read, ms))
         self.draft: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, ms per draft step)
 
@@ -179,13 +187,14 @@ class LiveCosts:
         4.0 s for a 57-token prompt against V(2) 182 ms: two such rounds set the live V(2) at 3,962 ms, and
         auto played none on every round of the requests after)."""
         self.clock += 1
+        self.request += timing.first
         if timing.first or timing.context >= LONG_CONTEXT:
             return
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
         ms = max(0.0, timing.verify_ms - context_ms(key_ms, timing.rows, timing.context))
         self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, (timing.read, ms)))
-        self.by_read.setdefault((rows, timing.read), deque(maxlen=LIVE_WINDOW)).append((self.clock, ms))
+        self.reads.append((self.clock, ((self.request, rows), (timing.read, ms))))
         self.pace.append((self.clock, (rows, timing.read, ms)))
         if timing.draft_steps and m.draft_step_ms is not None:
             self.draft.append((self.clock, timing.draft_ms / timing.draft_steps))
@@ -195,18 +204,20 @@ class LiveCosts:
         return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
 
     def row_ms(self) -> float:
-        """What reading one more row costs, from live rounds: for each T, the rises between the median verify
-        times of rounds that read successive row counts with ROW_MIN_ROUNDS each, per row read; the median
-        over every such rise (at least 0). The measurement until some T has two such groups."""
-        rises = []
-        for rows in self.verify:
-            groups = []  # (rows read, median ms) with enough recent rounds
-            for read in range(1, rows + 1):
-                samples = self.recent(self.by_read.get((rows, read), ()))
-                if len(samples) >= ROW_MIN_ROUNDS:
-                    groups.append((read, median(samples)))
-            rises += [(b_ms - a_ms) / (b - a) for (a, a_ms), (b, b_ms) in zip(groups, groups[1:])]
-        return max(0.0, median(rises)) if rises else self.measured.row_ms
+        """What reading one more row costs, from live rounds: the median, over every pair of recent rounds of one
+        request and one T that read different numbers of rows, of their verify times' difference per row read
+        (at least 0; a pair's two rounds ran the same prompt in the same minute, and the median of pairs shrugs off
+        a round that waited on a garbage collection). The measurement until there are ROW_MIN_PAIRS such pairs."""
+        groups: dict[tuple[int, int], list[tuple[int, float]]] = {}  # (request, T) -> (rows read, ms)
+        for group, sample in self.recent(self.reads):
+            groups.setdefault(group, []).append(sample)
+        rises = [
+            (b_ms - a_ms) / (b - a)
+            for samples in groups.values()
+            for (a, a_ms), (b, b_ms) in combinations(samples, 2)
+            if a != b
+        ]
+        return max(0.0, median(rises)) if len(rises) >= ROW_MIN_PAIRS else self.measured.row_ms
 
     def model(self, key_ms: Sequence[float] = (), key_length: int = 0, **draft_context: float) -> CostModel:
         """The refined CostModel (the measurement itself before any round), pricing context by key_ms (measured

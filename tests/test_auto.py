@@ -21,7 +21,7 @@ from pyodide_app.costs import (
     LIVE_WINDOW,
     LONG_CONTEXT,
     MIN_PACE,
-    ROW_MIN_ROUNDS,
+    ROW_MIN_PAIRS,
     LiveCosts,
     RoundTiming,
     cost_kind,
@@ -427,25 +427,49 @@ def test_a_row_price_learned_too_high_never_prices_a_verify_call_at_zero():
 
 def test_row_ms_is_learned_from_rounds_of_one_row_count_that_read_different_numbers_of_rows():
     """Policy 20: a 2026-12-07 WebGPU load measured row_ms 21.4 ms where a read row costs ~0 there; taken off
-    every accepted 2-row round it put the live V(2) below V(1). Once rounds of one T reading r and r' rows
-    have ROW_MIN_ROUNDS each, row_ms is the rise of their medians per row, and V(T) the median of all of them
-    less their rows' share; before, the measurement. A row dearer than measured (the CPU path's sampled
-    softmax) is learned too, from reads that are not adjacent (1 and 3 of 3 rows)."""
+    every accepted 2-row round it put the live V(2) below V(1). Once ROW_MIN_PAIRS pairs of rounds of one request
+    and one T read different numbers of rows, row_ms is the median of their differences per row read, and V(T)
+    the median of its samples less their rows' share; before, the measurement. A row dearer than measured (the CPU
+    path's sampled softmax) is learned too, from reads that are not adjacent (1 and 3 of 3 rows)."""
     noisy = LiveCosts(fixed_costs([53.0, 55.0, 57.0], 3.0, row_ms=21.4))
-    for read in (1, 2) * (ROW_MIN_ROUNDS - 1):
-        noisy.record(timed(2, 53.4, read=read))
-    assert noisy.model().row_ms == 21.4 and noisy.model().verify(2) == pytest.approx((53.4 + 32.0) / 2)
-    for read in (1, 2):
-        noisy.record(timed(2, 53.4, read=read))
+    noisy.record(timed(1, 53.0, first=True))
+    noisy.record(timed(2, 53.4, read=1))
+    for _ in range(ROW_MIN_PAIRS - 1):  # each 2-read round pairs with the one 1-read round
+        noisy.record(timed(2, 53.4, read=2))
+    assert noisy.model().row_ms == 21.4
+    noisy.record(timed(2, 53.4, read=2))
     assert noisy.model().row_ms == 0.0 and noisy.model().verify(2) == 53.4
     dearer = LiveCosts(fixed_costs([60.0, 62.0, 64.0], 3.0, row_ms=5.0))
-    for _ in range(ROW_MIN_ROUNDS):
+    dearer.record(timed(1, 60.0, first=True))
+    for _ in range(4):
         for timing in (timed(2, 62.0), timed(2, 87.0, read=2), timed(3, 64.0), timed(3, 114.0, read=3)):
             dearer.record(timing)
     assert dearer.model().row_ms == 25.0 and dearer.model().verify_ms == (60.0, 62.0, 64.0)
     for _ in range(LIVE_MAX_AGE):  # the reads age out with the rounds: back to the measurement
         dearer.record(timed(1, 60.0))
     assert dearer.model().row_ms == 5.0
+
+
+def test_row_ms_compares_rounds_of_one_request_not_a_faster_minute_with_a_slower_one():
+    """Policy 24. A page bench (bench-copy, 2026-12-08): none's speed on one prompt ranged 17-28 tok/s between
+    repeats, and summaries, whose rounds read many rows, learned row_ms up to 16 ms across requests where the rounds
+    within one answer show 0 +- 0.5 ms; priced so, auto drafted one or two copied tokens a round. Here a request in
+    a fast minute reads 1 row of its 3-row rounds but twice reads 3, and one in a slow minute mostly reads 3: within
+    each a read row is free, across them it looks 6 ms dear. A 300 ms round (a garbage collection) sets no price."""
+    measured = fixed_costs([38.0, 44.0, 50.0, 56.0, 62.0], 3.0)
+    live = LiveCosts(measured)
+    live.record(timed(1, 40.0, first=True))
+    for read in (1, 1, 1, 1, 1, 1, 3, 3):
+        live.record(timed(3, 50.0, read=read))
+    live.record(timed(1, 52.0, first=True))
+    for read in (1, 3, 3, 3, 3, 3, 3, 3):
+        live.record(timed(3, 62.0, read=read))
+    live.record(timed(3, 300.0, read=3))
+    assert live.model().row_ms == 0.0
+    policy = CostPolicy(measured, 0.345, live=live)
+    policy.observe(NONE, 0, 0, timed(1, 40.0))
+    context, match = [5, 6, 7, 8, 9, 5, 6, 7], (2, (8, 9, 5, 6))  # a 2-token match: at 6 ms a row, k = 2
+    assert policy.choose(context, 4, match, False) == Choice("prompt_lookup", 4, 2)
 
 
 def test_a_live_timing_expires_so_a_row_count_priced_in_a_slow_minute_gets_tried_again():

@@ -50,6 +50,10 @@ j >= k is kept while what it adds, S * p(h_j) tokens (p: the package's measured 
 S: p's product over the round's earlier drafts), per ms of its extra row and draft step beats the round's predicted
 rate (ConfidentExtension; the counts learn positions below k only).
 
+Since version 24 the live row price r compares rounds of one request only (costs.LiveCosts.row_ms): across
+requests a drifting host's minutes and other prompts priced a read row up to 16 ms where it costs ~0, and auto
+drafted one or two copied tokens a round on summaries.
+
 Since version 19 every draft auto proposes is a point mass (the neural draft proposes its argmax at every
 temperature), which the verifier tests by the coupled rule (acceptance.py): a token is the champion's own sample
 whatever was proposed, so auto's choices change the answer's speed only, never its tokens, greedy or sampled. A
@@ -81,7 +85,7 @@ from .base import EMPTY_PROPOSAL, KeepRule, Proposal, Proposer
 from .neural import AcceptanceByEntropy
 from .prompt_lookup import PromptLookup, point_masses
 
-AUTO_POLICY_VERSION = 23
+AUTO_POLICY_VERSION = 24
 # Prior acceptance of draft position 1 (then of each later position, given the ones before it passed), by
 # match length n (6 stands for 6 or more): scripts/auto_priors.py on the draft's held-out prompts and long
 # found inputs (not the bench workload; 32 prompts, 40 tokens), greedy and sampled pooled, rounded down
