@@ -162,7 +162,7 @@ class LiveCosts:
     subtracted from accepted rounds it put the live V(2) at 41.6 ms below V(1)'s 53.4. Since policy 24 only rounds
     of one request are compared (row_ms): policy 20 compared the medians of all recent rounds by rows read, and
     those came from different requests, so from other minutes of a drifting host and other prompts (a page bench,
-    bench-copy 2026-12-08: none's own speed on one prompt ranged 17-28 tok/s between repeats; summaries, whose
+    bench-copy 2026-12-08: none's own speed on one prompt ranged 20-28 tok/s between its repeats; summaries, whose
     rounds read many rows, learned row_ms up to 16 ms (over 3 ms after 5 of 9 answers) where the rounds within one
     answer show 0 +- 0.5 ms, and auto drafted one or two copied tokens a round at 0.86x the best fixed lookup arm)."""
 
