@@ -170,11 +170,9 @@ class LiveCosts:
         self.measured = measured
         self.clock = 0  # rounds recorded (long-context ones included): the age of a sample
         self.request = 0  # requests begun (a request's first round starts one): rows read are compared within one
-        # T -> recent (clock, (rows read, verify ms less context_ms))): V(T) samples once row_ms is taken off
-        self.verify: dict[int, deque[tuple[int, tuple[int, float]]]] = {}
-        # recent (clock, ((request, T), (rows read, ms))): what row_ms compares, within one request and T
-        self.reads: deque[tuple[int, tuple[tuple[int, int], tuple[int, float]]]] = deque(maxlen=LIVE_MAX_AGE)
-        self.pace: deque[tuple[int, tuple[int, int, float]]] = deque(maxlen=LIVE_WINDOW)  # (clock, (T, read, ms))
+        # (clock, (request, T, rows read, verify ms less context_ms)): every timing young enough to be used (at most
+        # one a round, so LIVE_MAX_AGE of them); V(T) samples once row_ms is taken off (windows())
+        self.timings: deque[tuple[int, tuple[int, int, int, float]]] = deque(maxlen=LIVE_MAX_AGE)
         self.draft: deque[tuple[int, float]] = deque(maxlen=LIVE_WINDOW)  # recent (clock, ms per draft step)
 
     def record(self, timing: RoundTiming, key_ms: Sequence[float] = ()) -> None:
@@ -193,9 +191,7 @@ class LiveCosts:
         m = self.measured
         rows = min(timing.rows, len(m.verify_ms))
         ms = max(0.0, timing.verify_ms - context_ms(key_ms, timing.rows, timing.context))
-        self.verify.setdefault(rows, deque(maxlen=LIVE_WINDOW)).append((self.clock, (timing.read, ms)))
-        self.reads.append((self.clock, ((self.request, rows), (timing.read, ms))))
-        self.pace.append((self.clock, (rows, timing.read, ms)))
+        self.timings.append((self.clock, (self.request, rows, timing.read, ms)))
         if timing.draft_steps and m.draft_step_ms is not None:
             self.draft.append((self.clock, timing.draft_ms / timing.draft_steps))
 
@@ -203,14 +199,24 @@ class LiveCosts:
         """The values of (clock, value) samples at most LIVE_MAX_AGE rounds old."""
         return [value for clock, value in samples if self.clock - clock < LIVE_MAX_AGE]
 
+    def windows(self) -> tuple[list[tuple[int, int, float]], dict[int, list[tuple[int, float]]]]:
+        """The recent timings the V(T) estimates use: the last LIVE_WINDOW of all, as (T, rows read, ms) (the pace),
+        and T -> the last LIVE_WINDOW of that T, as (rows read, ms)."""
+        timings = self.recent(self.timings)
+        by_rows: dict[int, list[tuple[int, float]]] = {}
+        for _, rows, read, ms in timings:
+            by_rows.setdefault(rows, []).append((read, ms))
+        pace = [(rows, read, ms) for _, rows, read, ms in timings[-LIVE_WINDOW:]]
+        return pace, {rows: samples[-LIVE_WINDOW:] for rows, samples in by_rows.items()}
+
     def row_ms(self) -> float:
         """What reading one more row costs, from live rounds: the median, over every pair of recent rounds of one
         request and one T that read different numbers of rows, of their verify times' difference per row read
         (at least 0; a pair's two rounds ran the same prompt in the same minute, and the median of pairs shrugs off
         a round that waited on a garbage collection). The measurement until there are ROW_MIN_PAIRS such pairs."""
         groups: dict[tuple[int, int], list[tuple[int, float]]] = {}  # (request, T) -> (rows read, ms)
-        for group, sample in self.recent(self.reads):
-            groups.setdefault(group, []).append(sample)
+        for request, rows, read, ms in self.recent(self.timings):
+            groups.setdefault((request, rows), []).append((read, ms))
         rises = [
             (b_ms - a_ms) / (b - a)
             for samples in groups.values()
@@ -224,13 +230,12 @@ class LiveCosts:
         at key_length tokens); draft_context: draft_key_ms, draft_feed_ms (else the measurement's)."""
         m = self.measured
         row_ms = self.row_ms()
-        paces = [
-            self.sample(rows, read, ms, row_ms) / m.verify_ms[rows - 1] for rows, read, ms in self.recent(self.pace)
-        ]
+        recent, by_rows = self.windows()
+        paces = [self.sample(rows, read, ms, row_ms) / m.verify_ms[rows - 1] for rows, read, ms in recent]
         pace = min(1.0, median(paces)) if paces else 1.0
         verify, floor = [], 0.0  # floor: the dearest fewer rows seen live (more rows never cost less)
         for rows, measured in enumerate(m.verify_ms, start=1):
-            samples = [self.sample(rows, read, ms, row_ms) for read, ms in self.recent(self.verify.get(rows, ()))]
+            samples = [self.sample(rows, read, ms, row_ms) for read, ms in by_rows.get(rows, ())]
             if len(samples) >= LIVE_MIN_ROUNDS:
                 verify.append(median(samples))
                 floor = max(floor, verify[-1])
@@ -250,7 +255,7 @@ class LiveCosts:
 
     def rounds(self) -> int:
         """Rounds learned from (all row counts, within the windows and LIVE_MAX_AGE)."""
-        return sum(len(self.recent(samples)) for samples in self.verify.values())
+        return sum(len(samples) for samples in self.windows()[1].values())
 
 
 def cost_kind(settings: SamplingSettings) -> str:
