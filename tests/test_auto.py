@@ -451,7 +451,7 @@ def test_row_ms_is_learned_from_rounds_of_one_row_count_that_read_different_numb
 
 
 def test_row_ms_compares_rounds_of_one_request_not_a_faster_minute_with_a_slower_one():
-    """Policy 24. A page bench (bench-copy, 2026-12-08): none's speed on one prompt ranged 17-28 tok/s between
+    """Policy 24. A page bench (bench-copy, 2026-12-08): none's speed on one prompt ranged 20-28 tok/s between
     repeats, and summaries, whose rounds read many rows, learned row_ms up to 16 ms across requests where the rounds
     within one answer show 0 +- 0.5 ms; priced so, auto drafted one or two copied tokens a round. Here a request in
     a fast minute reads 1 row of its 3-row rounds but twice reads 3, and one in a slow minute mostly reads 3: within
